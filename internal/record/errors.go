@@ -1,0 +1,38 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrIncomplete reports that a buffer ends inside a batch. It is not
+// corruption: a fetch response, or a segment being written, may end in a
+// partial batch, and the caller should stop reading there.
+var ErrIncomplete = errors.New("record: incomplete record batch")
+
+// ErrCorrupt is wrapped by every error describing malformed batch bytes: bad
+// length, magic or CRC, records that do not match the header, undecodable or
+// oversized compressed data. It unwraps to kerr.CorruptMessage, so
+// errors.Is(err, kerr.CorruptMessage) holds and errors.As finds the *kerr.Error
+// whose code the broker returns on the wire.
+var ErrCorrupt error = &corruptError{}
+
+// ErrStop may be returned by the callback of [ForEachRecord] to end the
+// iteration early; ForEachRecord then returns nil.
+var ErrStop = errors.New("record: stop iteration")
+
+// corruptError is the type of ErrCorrupt; it exists only so that ErrCorrupt
+// can carry its own message while unwrapping to the Kafka error code.
+type corruptError struct{}
+
+func (*corruptError) Error() string { return "record: corrupt record batch" }
+
+func (*corruptError) Unwrap() error { return kerr.CorruptMessage }
+
+// wrapCorrupt turns a decoder library's error into one wrapping ErrCorrupt,
+// keeping its message but not its identity: callers need only the Kafka code.
+func wrapCorrupt(err error) error {
+	return fmt.Errorf("%v: %w", err, ErrCorrupt)
+}
