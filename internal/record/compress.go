@@ -30,8 +30,8 @@ func Compress(codec Codec, dst, src []byte) ([]byte, error) {
 	return dst, fmt.Errorf("compress: unknown codec %d", int8(codec))
 }
 
-// Decompress returns the decompression of src, which must be one complete
-// compressed stream in the codec's Kafka framing (snappy may be raw or
+// Decompress returns the decompression of src, which must be one complete,
+// non-empty compressed stream in the codec's Kafka framing (snappy may be raw or
 // xerial-framed). Malformed input, trailing bytes the codec does not consume,
 // or output larger than maxSize yield an error wrapping ErrCorrupt. maxSize
 // <= 0 selects DefaultMaxDecompressed. The result never aliases src.
@@ -43,6 +43,11 @@ func Decompress(codec Codec, src []byte, maxSize int) ([]byte, error) {
 func decompressAppend(codec Codec, dst, src []byte, maxSize int) ([]byte, error) {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxDecompressed
+	}
+	if codec != CodecNone && len(src) == 0 {
+		// Every codec's framing has a header; Kafka's readers reject an
+		// empty stream, and so do we.
+		return dst, fmt.Errorf("decompress %s: empty stream: %w", codec, ErrCorrupt)
 	}
 	var err error
 	switch codec {

@@ -31,8 +31,8 @@ func (*corruptError) Error() string { return "record: corrupt record batch" }
 
 func (*corruptError) Unwrap() error { return kerr.CorruptMessage }
 
-// wrapCorrupt turns a decoder library's error into one wrapping ErrCorrupt,
-// keeping its message but not its identity: callers need only the Kafka code.
+// wrapCorrupt marks a decoder library's error as corruption. ErrCorrupt comes
+// first so that errors.As finds the Kafka error code before anything else.
 func wrapCorrupt(err error) error {
-	return fmt.Errorf("%v: %w", err, ErrCorrupt)
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
 }

@@ -39,7 +39,9 @@ func snappyCompress(dst, src []byte) []byte {
 	return dst
 }
 
-// snappyDecompress decodes xerial-framed or raw snappy.
+// snappyDecompress decodes xerial-framed or raw snappy. For xerial it first
+// sums the chunks' declared lengths, so the limit is enforced and the output
+// allocated once before any chunk is decoded.
 func snappyDecompress(dst, src []byte, maxSize int) ([]byte, error) {
 	if !bytes.HasPrefix(src, xerialMagic) {
 		return snappyBlock(dst, src, maxSize)
@@ -47,24 +49,46 @@ func snappyDecompress(dst, src []byte, maxSize int) ([]byte, error) {
 	if len(src) < xerialHeaderSize {
 		return dst, fmt.Errorf("xerial header truncated: %w", ErrCorrupt)
 	}
+	chunks := src[xerialHeaderSize:]
+	total := 0
+	for p := chunks; len(p) > 0; {
+		block, rest, err := nextXerialChunk(p)
+		if err != nil {
+			return dst, err
+		}
+		n, err := snappy.DecodedLen(block)
+		if err != nil {
+			return dst, wrapCorrupt(err)
+		}
+		if total += n; total > maxSize {
+			return dst, errTooLarge
+		}
+		p = rest
+	}
 	start := len(dst)
-	src = src[xerialHeaderSize:]
-	for len(src) > 0 {
-		if len(src) < 4 {
-			return dst[:start], fmt.Errorf("xerial chunk length truncated: %w", ErrCorrupt)
-		}
-		n := binary.BigEndian.Uint32(src)
-		src = src[4:]
-		if uint64(n) > uint64(len(src)) {
-			return dst[:start], fmt.Errorf("xerial chunk of %d bytes, %d present: %w", n, len(src), ErrCorrupt)
-		}
+	dst = growTo(dst, start+total)
+	for p := chunks; len(p) > 0; {
+		block, rest, _ := nextXerialChunk(p) // validated above
 		var err error
-		if dst, err = snappyBlock(dst, src[:n], maxSize-(len(dst)-start)); err != nil {
+		if dst, err = snappyBlock(dst, block, maxSize-(len(dst)-start)); err != nil {
 			return dst[:start], err
 		}
-		src = src[n:]
+		p = rest
 	}
 	return dst, nil
+}
+
+// nextXerialChunk splits the first length-prefixed chunk off p.
+func nextXerialChunk(p []byte) (block, rest []byte, err error) {
+	if len(p) < 4 {
+		return nil, nil, fmt.Errorf("xerial chunk length truncated: %w", ErrCorrupt)
+	}
+	n := binary.BigEndian.Uint32(p)
+	p = p[4:]
+	if uint64(n) > uint64(len(p)) {
+		return nil, nil, fmt.Errorf("xerial chunk of %d bytes, %d present: %w", n, len(p), ErrCorrupt)
+	}
+	return p[:n], p[n:], nil
 }
 
 // snappyBlock appends the decoding of one raw snappy block, whose declared

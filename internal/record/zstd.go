@@ -2,16 +2,25 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
 
-// zstdMaxWindow bounds the window a zstd frame may ask for, so a hostile
-// header cannot make us reserve gigabytes. It matches the reference library's
-// default decoder limit (window log 27), which is what Java brokers and
-// consumers accept.
-const zstdMaxWindow = 128 << 20
+// A zstd decoder allocates the frame's whole window up front, whatever the
+// frame later produces, so the window a frame may declare is what bounds a
+// hostile frame's cost. Pooled decoders accept windows up to zstdPooledWindow
+// (8 MiB: what the reference encoder uses up to level 19, so nearly every
+// producer's frames). A larger window, up to the reference decoder's default
+// limit of zstdMaxWindow (window log 27, what Java brokers and consumers
+// accept), is decoded by a one-off decoder and only when the caller's output
+// limit is at least that large: decoding memory stays proportional to the
+// limit.
+const (
+	zstdPooledWindow = 8 << 20
+	zstdMaxWindow    = 128 << 20
+)
 
 var (
 	// zstdEncoder is safe for concurrent EncodeAll calls and keeps its own
@@ -28,17 +37,19 @@ var (
 	})
 	// Decoders with concurrency 1 decode streams synchronously, without
 	// goroutines, so a pooled decoder that is dropped leaks nothing.
-	zstdDecoders = sync.Pool{New: func() any {
-		d, err := zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxWindow(zstdMaxWindow))
-		if err != nil {
-			panic("record: zstd decoder options rejected: " + err.Error())
-		}
-		return d
-	}}
+	zstdDecoders = sync.Pool{New: func() any { return newZstdDecoder(zstdPooledWindow) }}
 )
+
+func newZstdDecoder(maxWindow uint64) *zstd.Decoder {
+	d, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(maxWindow))
+	if err != nil {
+		panic("record: zstd decoder options rejected: " + err.Error())
+	}
+	return d
+}
 
 func zstdCompress(dst, src []byte) []byte {
 	return zstdEncoder().EncodeAll(src, dst)
@@ -48,11 +59,21 @@ func zstdCompress(dst, src []byte) []byte {
 // limited, as it is decoded rather than sized from the frame header.
 func zstdDecompress(dst, src []byte, maxSize int) ([]byte, error) {
 	d := zstdDecoders.Get().(*zstd.Decoder)
-	defer zstdDecoders.Put(d)
+	out, err := zstdRead(d, dst, src, maxSize)
+	zstdDecoders.Put(d)
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) && maxSize > zstdPooledWindow {
+		big := newZstdDecoder(uint64(min(maxSize, zstdMaxWindow)))
+		defer big.Close()
+		out, err = zstdRead(big, dst, src, maxSize)
+	}
+	return out, err
+}
+
+func zstdRead(d *zstd.Decoder, dst, src []byte, maxSize int) ([]byte, error) {
 	if err := d.Reset(bytes.NewReader(src)); err != nil {
 		return dst, wrapCorrupt(err)
 	}
 	out, err := readAllLimited(dst, d, maxSize, 4*len(src))
-	_ = d.Reset(nil)
+	_ = d.Reset(nil) // drop the reference to src
 	return out, err
 }
