@@ -74,9 +74,19 @@ func appendTags(b []byte, fields ...taggedField) []byte {
 	return b
 }
 
-// errCorrupt is the cause of every decoding failure; it wraps
+// errCorrupt is the cause of every decoding failure; it unwraps to
 // kerr.CorruptMessage so callers can map it to Kafka's error code.
-var errCorrupt = fmt.Errorf("corrupt metadata record: %w", kerr.CorruptMessage)
+var errCorrupt error = kafkaCause{"corrupt metadata", kerr.CorruptMessage}
+
+// kafkaCause is an error with a short text that unwraps to a Kafka error
+// (whose own text is a long description).
+type kafkaCause struct {
+	text string
+	code *kerr.Error
+}
+
+func (e kafkaCause) Error() string { return e.text + " (" + e.code.Message + ")" }
+func (e kafkaCause) Unwrap() error { return e.code }
 
 // reader decodes Kafka flexible-format primitives from untrusted bytes. The
 // first failure is sticky: later reads return zero values, and err reports
@@ -325,4 +335,4 @@ func (r *reader) done(what string) error {
 
 // errUnsupportedVersion is the cause when a known record type arrives at a
 // schema version this build cannot read (written by a newer node).
-var errUnsupportedVersion = fmt.Errorf("unsupported metadata record version: %w", kerr.UnsupportedVersion)
+var errUnsupportedVersion error = kafkaCause{"unsupported metadata record version", kerr.UnsupportedVersion}
