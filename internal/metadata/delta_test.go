@@ -660,11 +660,11 @@ func TestDiff(t *testing.T) {
 	diff := Diff(im, next)
 	sameImage(t, diff.Apply(), next)
 	for name, pair := range map[string][2]any{
-		"ChangedTopics":    {d.ChangedTopics(), diff.ChangedTopics()},
-		"CreatedTopics":    {d.CreatedTopics(), diff.CreatedTopics()},
-		"DeletedTopics":    {d.DeletedTopics(), diff.DeletedTopics()},
-		"ChangedBrokers":   {d.ChangedBrokers(), diff.ChangedBrokers()},
-		"ChangedConfigs":   {d.ChangedConfigs(), diff.ChangedConfigs()},
+		"ChangedTopics":     {d.ChangedTopics(), diff.ChangedTopics()},
+		"CreatedTopics":     {d.CreatedTopics(), diff.CreatedTopics()},
+		"DeletedTopics":     {d.DeletedTopics(), diff.DeletedTopics()},
+		"ChangedBrokers":    {d.ChangedBrokers(), diff.ChangedBrokers()},
+		"ChangedConfigs":    {d.ChangedConfigs(), diff.ChangedConfigs()},
 		"ChangedPartitions": {d.ChangedPartitions(topicA), diff.ChangedPartitions(topicA)},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {

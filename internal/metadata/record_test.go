@@ -130,9 +130,9 @@ func TestDecodeOtherVersions(t *testing.T) {
 	// RegisterBrokerRecord v3: IsMigratingZkBroker after BrokerId, LogDirs as tag 0.
 	v3 := cat([]byte{1, 0, 3}, []byte{0, 0, 0, 9}, []byte{0}, inc[:], []byte{0, 0, 0, 0, 0, 0, 0, 4},
 		[]byte{2, 2, 'P', 2, 'h', 0x23, 0x84, 0, 0, 0}, // one endpoint "P" h:9092 PLAINTEXT
-		[]byte{1},    // no features
-		[]byte{0},    // null rack
-		[]byte{0, 1}, // not fenced, in controlled shutdown
+		[]byte{1},                      // no features
+		[]byte{0},                      // null rack
+		[]byte{0, 1},                   // not fenced, in controlled shutdown
 		[]byte{1, 0, 17, 2}, logDir[:]) // tag 0: one log dir
 	got, err := Decode(v3)
 	if err != nil {
