@@ -52,31 +52,25 @@ type Append struct {
 	m      *Manager
 	origin Origin
 
-	reset     bool             // a MIRROR_PID_RESET batch was added
-	entries   map[int64]*Entry // working copies of the producers touched since the last reset
-	baseEpoch map[int64]int16  // each touched producer's epoch before this append (or since the reset)
-	completed []CompletedTxn   // in log order
-	nextOff   int64            // offset after the last added batch; -1 before any
-	err       error            // first validation error; the append must not be committed
-	done      bool             // committed
+	reset     bool           // a MIRROR_PID_RESET batch was added
+	work      []working      // the producers touched since the last reset, in first-touch order
+	workIndex map[int64]int  // producer id → index in work, built once work is large
+	completed []CompletedTxn // in log order
+	nextOff   int64          // offset after the last added batch; -1 before any
+	err       error          // first validation error; the append must not be committed
+	done      bool           // committed
 }
 
 // NewAppend starts collecting the effects of one log append.
 func (m *Manager) NewAppend(origin Origin) *Append {
-	return &Append{
-		m:         m,
-		origin:    origin,
-		entries:   make(map[int64]*Entry),
-		baseEpoch: make(map[int64]int16),
-		nextOff:   -1,
-	}
+	return &Append{m: m, origin: origin, nextOff: -1}
 }
 
 // entry returns the working copy of a producer, creating it from the
 // committed state (or empty after a reset).
 func (a *Append) entry(pid int64) *Entry {
-	if e, ok := a.entries[pid]; ok {
-		return e
+	if w := a.find(pid); w != nil {
+		return w.e
 	}
 	var e *Entry
 	if cur, ok := a.m.producers[pid]; ok && !a.reset {
@@ -84,9 +78,46 @@ func (a *Append) entry(pid int64) *Entry {
 	} else {
 		e = newEntry(pid)
 	}
-	a.entries[pid] = e
-	a.baseEpoch[pid] = e.ProducerEpoch
+	a.work = append(a.work, working{e: e, baseEpoch: e.ProducerEpoch})
+	switch n := len(a.work); {
+	case n == workIndexThreshold:
+		a.workIndex = make(map[int64]int, 2*n)
+		for i, w := range a.work {
+			a.workIndex[w.e.ProducerID] = i
+		}
+	case n > workIndexThreshold:
+		a.workIndex[pid] = n - 1
+	}
 	return e
+}
+
+// working is an Append's copy of one producer's entry.
+type working struct {
+	e *Entry
+	// baseEpoch is the producer's epoch before this append (or since the
+	// last reset in it): Kafka accepts any sequence while it is -1.
+	baseEpoch int16
+}
+
+// workIndexThreshold is the number of producers in one append above which
+// lookups use a map; most appends carry one producer, where a linear scan
+// allocates nothing.
+const workIndexThreshold = 8
+
+// find returns the working copy of pid, nil if the append has not touched it.
+func (a *Append) find(pid int64) *working {
+	if a.workIndex != nil {
+		if i, ok := a.workIndex[pid]; ok {
+			return &a.work[i]
+		}
+		return nil
+	}
+	for i := range a.work {
+		if a.work[i].e.ProducerID == pid {
+			return &a.work[i]
+		}
+	}
+	return nil
 }
 
 // Add validates one batch whose header already carries its final offsets and
@@ -180,7 +211,7 @@ func (a *Append) checkSequence(e *Entry, h record.Header) error {
 	// A producer with no known epoch before this append (its entries were
 	// removed by retention, DeleteRecords, expiry or a reset) may continue
 	// at any sequence, as Kafka accepts since KIP-360.
-	if a.baseEpoch[h.ProducerID] == noEpoch {
+	if w := a.find(h.ProducerID); w == nil || w.baseEpoch == noEpoch {
 		return nil
 	}
 	last := e.lastSeq()
@@ -259,8 +290,9 @@ func (a *Append) addMarker(h record.Header, aborted bool, coordinatorEpoch int32
 // resetProducers applies MIRROR_PID_RESET at this point of the append.
 func (a *Append) resetProducers() {
 	a.reset = true
-	clear(a.entries)
-	clear(a.baseEpoch)
+	clear(a.work)
+	a.work = a.work[:0]
+	a.workIndex = nil
 }
 
 // CompletedTxns lists the transactions the added markers complete, in log
@@ -293,7 +325,8 @@ func (m *Manager) Commit(a *Append) {
 		clear(m.ongoing)
 		m.log.Info("producer state: MIRROR_PID_RESET removed every producer")
 	}
-	for pid, e := range a.entries {
+	for _, w := range a.work {
+		pid, e := w.e.ProducerID, w.e
 		m.producers[pid] = e
 		if e.CurrentTxnFirstOffset >= 0 {
 			m.ongoing[pid] = e.CurrentTxnFirstOffset
@@ -305,5 +338,5 @@ func (m *Manager) Commit(a *Append) {
 	if a.nextOff > m.mapEnd {
 		m.mapEnd = a.nextOff
 	}
-	a.entries = nil
+	a.work, a.workIndex = nil, nil
 }

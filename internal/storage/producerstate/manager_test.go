@@ -128,3 +128,43 @@ func mustHeader(b bt) recordHeader {
 	h, _, _ := b.header(0)
 	return h
 }
+
+// TestManyProducersInOneAppend covers appends that touch more producers than
+// the linear-scan threshold, with a reset in the middle.
+func TestManyProducersInOneAppend(t *testing.T) {
+	l := newTestLog(t, "", Options{})
+	var bs []bt
+	for round := int32(0); round < 2; round++ {
+		for pid := int64(1); pid <= 20; pid++ {
+			bs = append(bs, data(pid, 0, round, 1))
+		}
+	}
+	l.mustAppend(C, bs...)
+	want := map[int64]ps{}
+	for pid := int64(1); pid <= 20; pid++ {
+		want[pid] = ps{0, [][2]int32{{0, 0}, {1, 1}}, -1, -1}
+	}
+	checkState(t, l.m, want)
+	if r := l.append(C, data(1, 0, 2, 1), data(15, 0, 3, 1)); !errors.Is(r.err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("gap for producer 15: %v", r.err)
+	}
+
+	bs = bs[:0]
+	for pid := int64(1); pid <= 12; pid++ {
+		bs = append(bs, data(pid, 0, 2, 1))
+	}
+	bs = append(bs, reset())
+	for pid := int64(5); pid <= 16; pid++ {
+		bs = append(bs, data(pid, 0, 100, 1), data(pid, 0, 101, 1))
+	}
+	l.mustAppend(R, bs...)
+	want = map[int64]ps{}
+	for pid := int64(5); pid <= 16; pid++ {
+		want[pid] = ps{0, [][2]int32{{100, 100}, {101, 101}}, -1, -1}
+	}
+	checkState(t, l.m, want)
+	// After the reset the producers are validated again from their new state.
+	if r := l.append(C, data(9, 0, 103, 1)); !errors.Is(r.err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("gap after reset: %v", r.err)
+	}
+}
