@@ -21,8 +21,9 @@ const (
 	// source cluster validated them).
 	OriginReplication
 	// OriginCoordinator is a leader append of transaction markers written by
-	// the transaction coordinator (or of a coordinator's own batches): epochs
-	// and coordinator epochs are checked, sequences are not.
+	// the transaction coordinator, of a coordinator's own batches, or of the
+	// MIRROR_PID_RESET a failing-over mirror appends: epochs and coordinator
+	// epochs are checked, sequences are not.
 	OriginCoordinator
 )
 
@@ -124,8 +125,11 @@ func (a *Append) find(pid int64) *working {
 // records its effect. For a control batch pass its control type
 // (record.ControlTypeOf) and, for COMMIT/ABORT, the coordinator epoch of the
 // marker; for a data batch ctl is -1. Batches without a producer id, other
-// than MIRROR_PID_RESET, have no effect. After an error the Append is dead:
-// further Adds return the same error and Commit ignores it.
+// than MIRROR_PID_RESET, have no effect. Like Kafka, control batches
+// (markers and MIRROR_PID_RESET) are refused from OriginClient with
+// kerr.InvalidRecord: the leader appends a MIRROR_PID_RESET with
+// OriginCoordinator. After an error the Append is dead: further Adds return
+// the same error and Commit ignores it.
 func (a *Append) Add(h record.Header, ctl record.ControlType, coordinatorEpoch int32) error {
 	if a.err != nil {
 		return a.err

@@ -168,3 +168,23 @@ func TestManyProducersInOneAppend(t *testing.T) {
 		t.Fatalf("gap after reset: %v", r.err)
 	}
 }
+
+func TestOnLogStartOffsetIncremented(t *testing.T) {
+	l := newTestLog(t, "", Options{})
+	l.mustAppend(C, txn(1, 0, 0, 1))  // 0
+	l.mustAppend(Co, commit(1, 0, 0)) // 1
+	l.mustAppend(C, data(2, 0, 0, 1)) // 2
+	checkFUO(t, "before", l.m, 0)
+	l.m.OnLogStartOffsetIncremented(2)
+	checkFUO(t, "after deleting the marker", l.m, -1)
+	if l.m.MapEndOffset() != 3 {
+		t.Fatalf("MapEndOffset moved back to %d", l.m.MapEndOffset())
+	}
+	if len(l.m.ActiveProducers()) != 2 {
+		t.Fatal("producers dropped with the log start")
+	}
+	l.m.OnLogStartOffsetIncremented(10)
+	if l.m.MapEndOffset() != 10 {
+		t.Fatalf("MapEndOffset %d, want 10", l.m.MapEndOffset())
+	}
+}

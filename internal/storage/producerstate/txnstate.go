@@ -68,3 +68,15 @@ func (m *Manager) OnHighWatermarkUpdated(hw int64) {
 	clear(m.unreplicated[len(kept):])
 	m.unreplicated = kept
 }
+
+// OnLogStartOffsetIncremented is for the Log after retention or DeleteRecords
+// moved the log start to logStart: completed transactions whose markers were
+// deleted stop holding the LSO back, and MapEndOffset is brought up to the
+// new start if it was below it. Producer entries are kept, as in Kafka, so
+// their retries are still recognised.
+func (m *Manager) OnLogStartOffsetIncremented(logStart int64) {
+	m.OnHighWatermarkUpdated(logStart)
+	if m.mapEnd < logStart {
+		m.mapEnd = logStart
+	}
+}
