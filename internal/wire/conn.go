@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -87,6 +88,10 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = fmt.Errorf("%w (%w)", ctxErr, err)
+		} else if d, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(d) {
+			// The socket deadline (ctx's) passed an instant before ctx
+			// noticed.
+			err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 		}
 		c.broken = err
 		_ = c.nc.Close()
@@ -115,8 +120,7 @@ func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 
 	c.corr++
 	corr := c.corr
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.clientID))
-	c.wbuf = f.AppendRequest(c.wbuf[:0], req, corr)
+	c.wbuf = AppendRequest(c.wbuf[:0], corr, &c.clientID, req)
 	if _, err := c.nc.Write(c.wbuf); err != nil {
 		return nil, err
 	}

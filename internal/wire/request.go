@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -147,4 +148,34 @@ func decodeBody(req kmsg.Request, body []byte) (err error) {
 		}
 	}()
 	return req.ReadFrom(body)
+}
+
+// AppendRequest appends a whole request frame to dst: the size prefix, the
+// header at the version Kafka uses for req's key and version (see
+// RequestHeaderVersion; the client id is a classic nullable string in every
+// header version that has one) and the body. It is the client-side
+// counterpart of ParseRequest.
+func AppendRequest(dst []byte, correlationID int32, clientID *string, req kmsg.Request) []byte {
+	start := len(dst)
+	dst = BeginFrame(dst)
+	dst = AppendInt16(dst, req.Key())
+	dst = AppendInt16(dst, req.GetVersion())
+	dst = AppendInt32(dst, correlationID)
+	hv := RequestHeaderVersion(req.Key(), req.GetVersion())
+	if hv >= 1 {
+		if clientID == nil {
+			dst = AppendInt16(dst, -1)
+		} else {
+			dst = AppendInt16(dst, int16(len(*clientID)))
+			dst = append(dst, *clientID...)
+		}
+	}
+	if hv >= 2 {
+		dst = append(dst, 0) // no header tags
+	}
+	dst = req.AppendTo(dst)
+	if err := FinishFrame(dst[start:], 0); err != nil {
+		binary.BigEndian.PutUint32(dst[start:], 0xffffffff)
+	}
+	return dst
 }

@@ -89,7 +89,9 @@ func (r *Reader) Tags() Tags {
 		r.failf("%d tags exceed the %d remaining bytes", n, len(r.src))
 		return nil
 	}
-	t := make(Tags, 0, n)
+	// No capacity from n: the list grows with the tags actually decoded, so
+	// a claimed count costs nothing until bytes back it.
+	var t Tags
 	for i := uint32(0); i < n; i++ {
 		k := r.Uvarint()
 		size := r.Uvarint()
