@@ -11,9 +11,9 @@ func TestRegistry(t *testing.T) {
 	reg := NewRegistry()
 	reg.Add(int16(kmsg.Metadata), 0, 1000) // clamped to kmsg's max
 	reg.Add(int16(kmsg.Produce), 3, 7)
-	reg.Add(KeyListMirrors, -4, 9)    // clamped to 0..0
-	reg.Add(30000, 0, 1)              // no message type: ignored
-	reg.Add(int16(kmsg.Fetch), 5, 2)  // empty range: ignored
+	reg.Add(KeyListMirrors, -4, 9)     // clamped to 0..0
+	reg.Add(30000, 0, 1)               // no message type: ignored
+	reg.Add(int16(kmsg.Fetch), 5, 2)   // empty range: ignored
 	reg.Add(int16(kmsg.Produce), 3, 9) // replaces
 
 	metaMax := kmsg.NewPtrMetadataRequest().MaxVersion()

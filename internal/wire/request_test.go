@@ -187,8 +187,8 @@ func TestParseRequestMalformed(t *testing.T) {
 	id := "c"
 	good := encodeRequest(kmsg.NewPtrMetadataRequest(), 1, &id)
 	cases := map[string][]byte{
-		"empty":             nil,
-		"short header":      good[:7],
+		"empty":        nil,
+		"short header": good[:7],
 		"client id too long": func() []byte {
 			b := append([]byte{}, good[:8]...)
 			return binary.BigEndian.AppendUint16(b, 100)
