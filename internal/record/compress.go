@@ -77,18 +77,31 @@ func decompressAppend(codec Codec, dst, src []byte, maxSize int) ([]byte, error)
 // batch that inflates beyond it is treated as hostile.
 var errTooLarge = fmt.Errorf("decompressed size exceeds the limit: %w", ErrCorrupt)
 
+// outputHint turns the output size a stream's header claims into a buffer
+// size for readAllLimited: one byte more, so that end of stream is seen
+// without growing the buffer. The claim is untrusted, so it is capped at a
+// generous ratio to the compressed size; honest streams beyond that ratio
+// just grow the buffer a few times.
+func outputHint(claimed uint64, compressedLen int) int {
+	limit := uint64(compressedLen)*32 + 64<<10
+	if claimed >= limit {
+		return int(limit)
+	}
+	return int(claimed) + 1
+}
+
 // readAllLimited appends everything r yields to dst, failing with errTooLarge
-// once more than maxSize bytes arrive. Its buffer grows with the data actually
-// produced, starting from sizeHint, so a stream that claims a huge size but
-// delivers little costs little.
+// once more than maxSize bytes arrive. Its buffer starts at sizeHint (capped
+// at maxSize+1) and grows with the data actually produced, so a stream that
+// claims a huge size but delivers little costs little.
 func readAllLimited(dst []byte, r io.Reader, maxSize, sizeHint int) ([]byte, error) {
 	start := len(dst)
 	limit := start + maxSize + 1 // one byte past the limit detects overflow
 	if sizeHint > maxSize+1 {
 		sizeHint = maxSize + 1
 	}
-	if sizeHint < 512 {
-		sizeHint = 512
+	if sizeHint < 64 {
+		sizeHint = 64
 	}
 	if cap(dst)-len(dst) < sizeHint {
 		dst = growTo(dst, min(len(dst)+sizeHint, limit))

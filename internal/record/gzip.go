@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -51,5 +52,15 @@ func gzipDecompress(dst, src []byte, maxSize int) ([]byte, error) {
 		}
 	}
 	defer gzipReaders.Put(r)
-	return readAllLimited(dst, r, maxSize, 4*len(src))
+	return readAllLimited(dst, r, maxSize, gzipSizeHint(src))
+}
+
+// gzipSizeHint reads the stream's trailer, which holds the uncompressed
+// size (mod 2^32) of the last member, the only member in Kafka batches.
+func gzipSizeHint(src []byte) int {
+	const minMember = 18 // 10-byte header, empty deflate block, 8-byte trailer
+	if len(src) < minMember {
+		return 0
+	}
+	return outputHint(uint64(binary.LittleEndian.Uint32(src[len(src)-4:])), len(src))
 }

@@ -22,28 +22,34 @@ func recordsData(h Header, batch, buf []byte, maxDecompressed int) ([]byte, erro
 	return out, nil
 }
 
-// walkRecords decodes h.NumRecords records from data, calling fn for each, and
-// requires data to hold nothing else. Records alias data.
-func walkRecords(h Header, data []byte, fn func(i int, rec *Record) error) error {
-	var rec Record
-	p := 0
-	for i := 0; i < int(h.NumRecords); i++ {
-		if p == len(data) {
-			return fmt.Errorf("batch at offset %d: header says %d records, found %d: %w", h.BaseOffset, h.NumRecords, i, ErrCorrupt)
+// recordIter decodes the h.NumRecords records of a decompressed records
+// section one at a time. It never allocates; records alias data.
+type recordIter struct {
+	h    Header
+	data []byte
+	pos  int
+	i    int // index of the next record
+}
+
+// next decodes the next record into rec. It reports false, with a nil
+// error, once NumRecords records have been read and data held nothing else.
+func (it *recordIter) next(rec *Record) (bool, error) {
+	if it.i == int(it.h.NumRecords) {
+		if it.pos != len(it.data) {
+			return false, fmt.Errorf("batch at offset %d: %d bytes after the last of %d records: %w", it.h.BaseOffset, len(it.data)-it.pos, it.h.NumRecords, ErrCorrupt)
 		}
-		n, err := decodeRecord(data[p:], &rec)
-		if err != nil {
-			return fmt.Errorf("batch at offset %d, record %d: %w", h.BaseOffset, i, err)
-		}
-		p += n
-		if err := fn(i, &rec); err != nil {
-			return err
-		}
+		return false, nil
 	}
-	if p != len(data) {
-		return fmt.Errorf("batch at offset %d: %d bytes after the last of %d records: %w", h.BaseOffset, len(data)-p, h.NumRecords, ErrCorrupt)
+	if it.pos == len(it.data) {
+		return false, fmt.Errorf("batch at offset %d: header says %d records, found %d: %w", it.h.BaseOffset, it.h.NumRecords, it.i, ErrCorrupt)
 	}
-	return nil
+	n, err := decodeRecord(it.data[it.pos:], rec)
+	if err != nil {
+		return false, fmt.Errorf("batch at offset %d, record %d: %w", it.h.BaseOffset, it.i, err)
+	}
+	it.pos += n
+	it.i++
+	return true, nil
 }
 
 // ForEachRecord calls fn for every record of batch in order, decompressing as
@@ -65,11 +71,20 @@ func ForEachRecord(batch []byte, maxDecompressed int, fn func(Record) error) err
 	if err != nil {
 		return err
 	}
-	err = walkRecords(h, data, func(_ int, rec *Record) error { return fn(*rec) })
-	if errors.Is(err, ErrStop) {
-		return nil
+	it := recordIter{h: h, data: data}
+	var rec Record
+	for {
+		ok, err := it.next(&rec)
+		if !ok {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			if errors.Is(err, ErrStop) {
+				return nil
+			}
+			return err
+		}
 	}
-	return err
 }
 
 // Records decodes every record of batch, decompressing as needed; see
@@ -86,14 +101,18 @@ func Records(batch []byte, maxDecompressed int) ([]Record, error) {
 	}
 	// The count field is untrusted: size the slice by what data can hold.
 	recs := make([]Record, 0, min(int(h.NumRecords), len(data)/minRecordSize))
-	err = walkRecords(h, data, func(_ int, rec *Record) error {
-		recs = append(recs, *rec)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	it := recordIter{h: h, data: data}
+	var rec Record
+	for {
+		ok, err := it.next(&rec)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return recs, nil
+		}
+		recs = append(recs, rec)
 	}
-	return recs, nil
 }
 
 // scratchBuffers holds decompression buffers for validation, whose output

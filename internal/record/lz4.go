@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -41,7 +42,20 @@ func lz4Decompress(dst, src []byte, maxSize int) ([]byte, error) {
 	r := lz4Readers.Get().(*lz4.Reader)
 	defer lz4Readers.Put(r)
 	r.Reset(bytes.NewReader(src))
-	out, err := readAllLimited(dst, r, maxSize, 4*len(src))
+	out, err := readAllLimited(dst, r, maxSize, lz4SizeHint(src))
 	r.Reset(nil)
 	return out, err
+}
+
+// lz4SizeHint reads the content size from the frame descriptor when the
+// writer recorded it (Kafka's and most clients' writers do not).
+func lz4SizeHint(src []byte) int {
+	const (
+		frameMagic     = 0x184D2204
+		contentSizeBit = 0x08
+	)
+	if len(src) < 14 || binary.LittleEndian.Uint32(src) != frameMagic || src[4]&contentSizeBit == 0 {
+		return 2 * len(src)
+	}
+	return outputHint(binary.LittleEndian.Uint64(src[6:]), len(src))
 }

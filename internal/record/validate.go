@@ -43,7 +43,13 @@ func ValidateRecords(batch []byte, strictOffsets bool, maxDecompressed int) erro
 		*scratch = data // keep the grown buffer for the next caller
 	}
 	prev := int32(-1)
-	return walkRecords(h, data, func(i int, rec *Record) error {
+	it := recordIter{h: h, data: data}
+	var rec Record
+	for i := 0; ; i++ {
+		ok, err := it.next(&rec)
+		if !ok {
+			return err
+		}
 		d := rec.OffsetDelta
 		switch {
 		case strictOffsets && d != int32(i):
@@ -54,6 +60,5 @@ func ValidateRecords(batch []byte, strictOffsets bool, maxDecompressed int) erro
 			return fmt.Errorf("batch at offset %d, record %d: offset delta %d beyond last offset delta %d: %w", h.BaseOffset, i, d, h.LastOffsetDelta, ErrCorrupt)
 		}
 		prev = d
-		return nil
-	})
+	}
 }

@@ -73,7 +73,17 @@ func zstdRead(d *zstd.Decoder, dst, src []byte, maxSize int) ([]byte, error) {
 	if err := d.Reset(bytes.NewReader(src)); err != nil {
 		return dst, wrapCorrupt(err)
 	}
-	out, err := readAllLimited(dst, d, maxSize, 4*len(src))
+	out, err := readAllLimited(dst, d, maxSize, zstdSizeHint(src))
 	_ = d.Reset(nil) // drop the reference to src
 	return out, err
+}
+
+// zstdSizeHint reads the content size from the first frame's header, which
+// encoders that see the whole input at once (most Kafka clients) record.
+func zstdSizeHint(src []byte) int {
+	var h zstd.Header
+	if h.Decode(src) != nil || !h.HasFCS {
+		return 2 * len(src)
+	}
+	return outputHint(h.FrameContentSize, len(src))
 }
