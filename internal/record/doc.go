@@ -15,4 +15,7 @@
 // kerr.CorruptMessage), never a panic, and no allocation is sized from a
 // length or count field beyond the bytes actually present. Decompression is
 // bounded by a caller-supplied limit.
+//
+// All functions are safe for concurrent use; codec state is pooled
+// internally. A batch must not be modified while another goroutine reads it.
 package record

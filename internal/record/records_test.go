@@ -133,6 +133,19 @@ func TestBuildComputesHeaderFromRecords(t *testing.T) {
 	if recs, err := Records(b, 0); err != nil || len(recs) != 0 {
 		t.Fatalf("Records of empty batch: %v, %v", recs, err)
 	}
+	// Compressed empty batches carry an empty compressed stream.
+	for _, c := range allCodecs[1:] {
+		b, err := Build(BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: c}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == HeaderSize {
+			t.Errorf("%v: empty batch has no compressed stream", c)
+		}
+		if err := ValidateRecords(b, false, 0); err != nil {
+			t.Errorf("%v: empty compressed batch: %v", c, err)
+		}
+	}
 }
 
 func TestBuildRejectsBadInput(t *testing.T) {
