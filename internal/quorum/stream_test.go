@@ -2,8 +2,8 @@ package quorum
 
 import (
 	"bytes"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"testing"
