@@ -103,8 +103,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Stream == nil && cfg.ListenAddr == "" {
 		return cfg, errors.New("quorum config: neither a stream layer nor a listen address")
 	}
-	if cfg.Stream != nil && cfg.AdvertiseAddr == "" {
-		cfg.AdvertiseAddr = cfg.Stream.Addr().String()
+	if cfg.Stream != nil {
+		// raft reports the stream's address as this node's; it must be the
+		// one peers dial.
+		if sa := cfg.Stream.Addr().String(); cfg.AdvertiseAddr == "" {
+			cfg.AdvertiseAddr = sa
+		} else if cfg.AdvertiseAddr != sa {
+			return cfg, fmt.Errorf("quorum config: advertised address %s differs from the stream layer's %s", cfg.AdvertiseAddr, sa)
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
