@@ -195,7 +195,7 @@ func (c *testCluster) waitLeader() *testNode {
 }
 
 // waitFor polls f until it returns a non-zero value or the deadline passes.
-func waitFor[T comparable](t *testing.T, d time.Duration, what string, f func() T) T {
+func waitFor[T comparable](t testing.TB, d time.Duration, what string, f func() T) T {
 	t.Helper()
 	var zero T
 	deadline := time.Now().Add(d)

@@ -21,12 +21,7 @@ func openOwnListener(t *testing.T, dir string, tune func(*Config)) *Quorum {
 	log := newTestLogger(t)
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
+		addr := freeAddr(t)
 		cfg := Config{NodeID: 1, Dir: dir, Voters: []Voter{{ID: 1, Addr: addr}}, ListenAddr: addr, Logger: log}
 		testTiming(&cfg)
 		if tune != nil {
@@ -40,6 +35,17 @@ func openOwnListener(t *testing.T, dir string, tune func(*Config)) *Quorum {
 	}
 	t.Fatalf("open: %v", lastErr)
 	return nil
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func waitLeading(t *testing.T, q *Quorum) {
