@@ -126,4 +126,3 @@ func validateTopicConfigs(cfgs map[string]string, internal bool) error {
 	}
 	return nil
 }
-

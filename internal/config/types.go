@@ -268,9 +268,9 @@ func parseValue(t Type, raw string) (Value, error) {
 		n, err := strconv.ParseInt(s, 10, bits)
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-				return v, fmt.Errorf("%s does not fit a %s", s, t)
+				return v, fmt.Errorf("%s is out of range for the type %s", s, t)
 			}
-			return v, fmt.Errorf("%q is not a %s", raw, t)
+			return v, fmt.Errorf("%q is not an integer (%s)", raw, t)
 		}
 		v.num, v.text = n, strconv.FormatInt(n, 10)
 	case TypeDouble:
@@ -318,6 +318,6 @@ func javaDouble(f float64) string {
 	if !strings.Contains(mant, ".") {
 		mant += ".0"
 	}
-	exp = strings.TrimPrefix(exp, "+")
-	return mant + "E" + exp
+	n, _ := strconv.Atoi(exp) // Go pads the exponent ("E07"); Java does not
+	return mant + "E" + strconv.Itoa(n)
 }
