@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -322,6 +323,19 @@ func TestAPIName(t *testing.T) {
 	for k, w := range cases {
 		if got := APIName(k); got != w {
 			t.Errorf("APIName(%d) = %q, want %q", k, got, w)
+		}
+	}
+}
+
+func TestValidateMirrorName(t *testing.T) {
+	for _, ok := range []string{"east", "dc1.to-dc2_v2", strings.Repeat("m", 249)} {
+		if err := ValidateMirrorName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", "a b", "east.paused", "east.removed", "ü", strings.Repeat("m", 250)} {
+		if err := ValidateMirrorName(bad); !errors.Is(err, kerr.InvalidRequest) {
+			t.Errorf("%q accepted (%v)", bad, err)
 		}
 	}
 }
