@@ -16,7 +16,8 @@ var errInvalidConfig error = kerr.InvalidConfig
 // Config is a validated broker configuration: typed fields for what the
 // server reads often, and Get/Source for any defined config. A Config is
 // immutable; dynamic changes (AlterConfigs) produce a new one with
-// WithDynamic. It is safe for concurrent use.
+// WithDynamic. It is safe for concurrent use; callers must not modify the
+// slices in its fields.
 type Config struct {
 	// NodeID is node.id.
 	NodeID int32

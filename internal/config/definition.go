@@ -112,8 +112,8 @@ func loadTables() {
 }
 
 // Definitions returns every definition, broker configs then topic configs,
-// each group sorted by name. The slice is a copy; the Definitions share
-// their Synonyms slices with the table and must not be modified.
+// each group sorted by name. The slice is a copy, but Default and Synonyms
+// point into the table and must not be modified.
 func Definitions() []Definition {
 	loadTables()
 	out := slices.Clone(allDefs)

@@ -16,9 +16,10 @@ import (
 // franz-go's default BrokerMaxReadBytes.
 const DefaultMaxResponseSize int32 = 100 << 20
 
-// errConnBroken is wrapped by every request on a Conn after an earlier
-// request left the stream in an unknown state.
-var errConnBroken = errors.New("connection broken by an earlier failure")
+// ErrConnBroken is wrapped by every request on a Conn after an earlier
+// request left the stream in an unknown state; the caller should dial a new
+// connection.
+var ErrConnBroken = errors.New("connection broken by an earlier failure")
 
 // Conn is a minimal sequential Kafka client connection for inter-node RPCs
 // and tests: it frames a request with the header its key and version need,
@@ -79,7 +80,7 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.broken != nil {
-		return nil, fmt.Errorf("%s request: %w: %w", APIName(req.Key()), errConnBroken, c.broken)
+		return nil, fmt.Errorf("%s request: %w: %w", APIName(req.Key()), ErrConnBroken, c.broken)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -238,7 +238,7 @@ func TestConnCorrelationMismatchBreaksConn(t *testing.T) {
 	if !errors.Is(err, ErrMalformed) {
 		t.Fatalf("mismatch: %v", err)
 	}
-	if _, err := c.Request(context.Background(), &ListMirrorsRequest{}); !errors.Is(err, errConnBroken) {
+	if _, err := c.Request(context.Background(), &ListMirrorsRequest{}); !errors.Is(err, ErrConnBroken) {
 		t.Fatalf("after mismatch: %v", err)
 	}
 }
@@ -265,7 +265,7 @@ func TestConnContextCancelUnblocks(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Request did not return after cancel")
 	}
-	if _, err := c.Request(context.Background(), &ListMirrorsRequest{}); !errors.Is(err, errConnBroken) {
+	if _, err := c.Request(context.Background(), &ListMirrorsRequest{}); !errors.Is(err, ErrConnBroken) {
 		t.Fatalf("conn usable after an abandoned request: %v", err)
 	}
 }
