@@ -151,8 +151,8 @@ type tx struct {
 	onStoreError func(err *kerr.Error) Transition
 	// keepOnStoreError makes a failed store install the transition anyway.
 	keepOnStoreError bool
-	replies      []Reply
-	timers       []TimerChange
+	replies          []Reply
+	timers           []TimerChange
 }
 
 func (t *tx) result() Transition {

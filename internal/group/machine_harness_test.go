@@ -221,8 +221,8 @@ func join(req RequestID, member string, mod ...func(*JoinEvent)) step {
 }
 
 func static(inst string) func(*JoinEvent) { return func(e *JoinEvent) { e.InstanceID = inst } }
-func requireKnown(e *JoinEvent)          { e.RequireKnownMemberID = true }
-func skipAssignment(e *JoinEvent)        { e.SupportsSkipAssignment = true }
+func requireKnown(e *JoinEvent)           { e.RequireKnownMemberID = true }
+func skipAssignment(e *JoinEvent)         { e.SupportsSkipAssignment = true }
 func protocols(ps ...Protocol) func(*JoinEvent) {
 	return func(e *JoinEvent) { e.Protocols = ps }
 }
