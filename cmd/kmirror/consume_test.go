@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -254,5 +256,47 @@ func TestConsumeJSONLinesStream(t *testing.T) {
 	}
 	if n != 50 {
 		t.Fatalf("%d JSON lines, want 50", n)
+	}
+}
+
+// TestConsumeStopsWhenCancelled checks the Ctrl-C path: cancelling the
+// command's context (what SIGINT does) ends an unbounded consume cleanly,
+// with what it printed so far and the summary.
+func TestConsumeStopsWhenCancelled(t *testing.T) {
+	bs := startCluster(t)
+	mustRun(t, "", "topic", "create", "ctrlc", "--partitions", "1", "--bootstrap-server", bs)
+	produceRecords(t, bs, nil, &kgo.Record{Topic: "ctrlc", Value: []byte("first")})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var errOut strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		root := &cobra.Command{Use: "kmirror", SilenceUsage: true, SilenceErrors: true}
+		root.AddCommand(newConsumeCommand())
+		root.SetArgs([]string{"consume", "ctrlc", "--from-beginning", "--bootstrap-server", bs})
+		root.SetIn(strings.NewReader(""))
+		root.SetOut(pw)
+		root.SetErr(&errOut)
+		err := root.ExecuteContext(ctx)
+		pw.Close()
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || line != "first\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("consume ended with %v, want a clean stop", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("consume did not stop after cancellation")
+	}
+	if !strings.Contains(errOut.String(), "processed a total of 1 messages") {
+		t.Fatalf("stderr = %q", errOut.String())
 	}
 }

@@ -154,3 +154,14 @@ func TestTrimEOL(t *testing.T) {
 		}
 	}
 }
+
+func TestProduceToMissingTopicFails(t *testing.T) {
+	bs := startCluster(t) // auto-creation is off
+	f := mustFail(t, "x\n", "produce", "missing", "--bootstrap-server", bs)
+	if !strings.Contains(f.err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") || !strings.Contains(f.err.Error(), "missing") {
+		t.Fatalf("error = %v", f.err)
+	}
+	if !strings.Contains(f.stderr, "produced 0 records") {
+		t.Fatalf("summary = %q", f.stderr)
+	}
+}
