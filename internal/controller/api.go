@@ -1,0 +1,173 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// servedAPI is one API key the controller serves and its version range.
+type servedAPI struct {
+	key, min, max int16
+}
+
+// servedAPIs are the controller listener's APIs (besides ApiVersions, which
+// the server answers).
+var servedAPIs = []servedAPI{
+	{key: 19, min: 0, max: 7}, // CreateTopics
+	{key: 20, min: 0, max: 6}, // DeleteTopics
+	{key: 33, min: 0, max: 2}, // AlterConfigs
+	{key: 37, min: 0, max: 3}, // CreatePartitions
+	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
+	{key: 62, min: 0, max: 4}, // BrokerRegistration
+	{key: 63, min: 0, max: 1}, // BrokerHeartbeat
+	{key: 67, min: 0, max: 0}, // AllocateProducerIds
+}
+
+// supported reports whether the controller serves key at version.
+func supported(key, version int16) bool {
+	i := slices.IndexFunc(servedAPIs, func(a servedAPI) bool { return a.key == key })
+	return i >= 0 && version >= servedAPIs[i].min && version <= servedAPIs[i].max
+}
+
+// errorResponse answers every item of req with err (NOT_CONTROLLER from a
+// controller that is not active, for example).
+func errorResponse(req kmsg.Request, err error) (kmsg.Response, error) {
+	code, msg := codeOf(err), messageOf(err)
+	switch r := req.(type) {
+	case *kmsg.CreateTopicsRequest:
+		resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+		resp.Version = r.Version
+		seen := map[string]bool{}
+		for _, t := range r.Topics {
+			if seen[t.Topic] {
+				continue
+			}
+			seen[t.Topic] = true
+			res := kmsg.NewCreateTopicsResponseTopic()
+			res.Topic, res.ErrorCode, res.ErrorMessage = t.Topic, code, msg
+			resp.Topics = append(resp.Topics, res)
+		}
+		return resp, nil
+	case *kmsg.DeleteTopicsRequest:
+		resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+		resp.Version = r.Version
+		if r.Version >= 6 {
+			for _, t := range r.Topics {
+				res := kmsg.NewDeleteTopicsResponseTopic()
+				res.Topic, res.TopicID, res.ErrorCode, res.ErrorMessage = t.Topic, t.TopicID, code, msg
+				resp.Topics = append(resp.Topics, res)
+			}
+		} else {
+			for _, n := range r.TopicNames {
+				res := kmsg.NewDeleteTopicsResponseTopic()
+				res.Topic, res.ErrorCode, res.ErrorMessage = &n, code, msg
+				resp.Topics = append(resp.Topics, res)
+			}
+		}
+		return resp, nil
+	case *kmsg.CreatePartitionsRequest:
+		resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+		resp.Version = r.Version
+		for _, t := range r.Topics {
+			res := kmsg.NewCreatePartitionsResponseTopic()
+			res.Topic, res.ErrorCode, res.ErrorMessage = t.Topic, code, msg
+			resp.Topics = append(resp.Topics, res)
+		}
+		return resp, nil
+	case *kmsg.AlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		resp.Version = r.Version
+		for _, x := range r.Resources {
+			res := kmsg.NewAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorCode, res.ErrorMessage = x.ResourceType, x.ResourceName, code, msg
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp, nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		resp.Version = r.Version
+		for _, x := range r.Resources {
+			res := kmsg.NewIncrementalAlterConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorCode, res.ErrorMessage = x.ResourceType, x.ResourceName, code, msg
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp, nil
+	case *kmsg.AllocateProducerIDsRequest:
+		resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
+		resp.Version, resp.ErrorCode = r.Version, code
+		return resp, nil
+	case *kmsg.BrokerRegistrationRequest:
+		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+		resp.Version, resp.ErrorCode, resp.BrokerEpoch = r.Version, code, -1
+		return resp, nil
+	case *kmsg.BrokerHeartbeatRequest:
+		resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		resp.Version, resp.ErrorCode, resp.IsFenced = r.Version, code, true
+		return resp, nil
+	}
+	return nil, fmt.Errorf("controller does not serve API key %d: %w", req.Key(), kerr.UnsupportedVersion)
+}
+
+// hasNotController reports whether a controller answered any item of resp
+// with NOT_CONTROLLER, meaning the request (or part of it) should be sent
+// again to the active controller.
+func hasNotController(resp kmsg.Response) bool {
+	nc := kerr.NotController.Code
+	switch r := resp.(type) {
+	case *kmsg.CreateTopicsResponse:
+		return slices.ContainsFunc(r.Topics, func(t kmsg.CreateTopicsResponseTopic) bool { return t.ErrorCode == nc })
+	case *kmsg.DeleteTopicsResponse:
+		return slices.ContainsFunc(r.Topics, func(t kmsg.DeleteTopicsResponseTopic) bool { return t.ErrorCode == nc })
+	case *kmsg.CreatePartitionsResponse:
+		return slices.ContainsFunc(r.Topics, func(t kmsg.CreatePartitionsResponseTopic) bool { return t.ErrorCode == nc })
+	case *kmsg.AlterConfigsResponse:
+		return slices.ContainsFunc(r.Resources, func(x kmsg.AlterConfigsResponseResource) bool { return x.ErrorCode == nc })
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return slices.ContainsFunc(r.Resources, func(x kmsg.IncrementalAlterConfigsResponseResource) bool { return x.ErrorCode == nc })
+	case *kmsg.AllocateProducerIDsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.BrokerRegistrationResponse:
+		return r.ErrorCode == nc
+	case *kmsg.BrokerHeartbeatResponse:
+		return r.ErrorCode == nc
+	}
+	return false
+}
+
+// internalTopicTag is a tagged field kmirror adds to a CreateTopics request
+// (v5+, flexible) that a broker sends for an internal topic (Channel's
+// CreateInternalTopic). The controller honours it only on a controller
+// listener, which only the cluster's nodes use, and Channel.Send strips it
+// from every request it forwards, so a client cannot get it through a
+// broker. The number is far above Kafka's own tags.
+const internalTopicTag uint32 = 0x4b4d
+
+// hasInternalTag reports whether req carries the internal-topic tag.
+func hasInternalTag(req *kmsg.CreateTopicsRequest) bool {
+	found := false
+	req.UnknownTags.Each(func(k uint32, _ []byte) {
+		if k == internalTopicTag {
+			found = true
+		}
+	})
+	return found
+}
+
+// stripInternalTag removes the internal-topic tag from a CreateTopics
+// request, keeping any other unknown tags.
+func stripInternalTag(req kmsg.Request) {
+	ct, ok := req.(*kmsg.CreateTopicsRequest)
+	if !ok || !hasInternalTag(ct) {
+		return
+	}
+	var kept kmsg.Tags
+	ct.UnknownTags.Each(func(k uint32, v []byte) {
+		if k != internalTopicTag {
+			kept.Set(k, v)
+		}
+	})
+	ct.UnknownTags = kept
+}

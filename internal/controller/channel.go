@@ -1,0 +1,248 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/quorum"
+	"github.com/kmirror/kmirror/internal/wire"
+)
+
+// Channel sends controller-bound requests to the active controller: in
+// process when this node's controller is active, else over one wire.Conn to
+// the quorum leader's controller listener (its raft address: the server
+// tells raft from Kafka traffic on that port by the first bytes). On
+// NOT_CONTROLLER, a dead connection or no known leader it waits for a
+// leadership change (or a short backoff) and tries again, until the
+// request's context ends. It works the same on a single node and in a
+// cluster, and is safe for concurrent use (remote requests share the
+// connection one at a time).
+type Channel struct {
+	q        *quorum.Quorum
+	local    *Controller
+	clientID string
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	conn    *wire.Conn
+	addr    string
+	changed chan struct{} // closed and replaced on every leadership change
+	closed  bool
+
+	closing chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Channel retry backoff bounds: the first retry is quick (a new leader
+// usually needs a barrier only), later ones slow down.
+const (
+	channelMinBackoff = 5 * time.Millisecond
+	channelMaxBackoff = 500 * time.Millisecond
+	channelDialLimit  = 5 * time.Second
+)
+
+// ErrChannelClosed is returned by Send after Close.
+var ErrChannelClosed = errors.New("controller channel closed")
+
+// NewChannel returns a channel that finds the active controller through q.
+// local is this node's controller, or nil on a broker-only node. clientID is
+// sent in the header of remote requests.
+func NewChannel(q *quorum.Quorum, local *Controller, clientID string, logger *slog.Logger) *Channel {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c := &Channel{
+		q: q, local: local, clientID: clientID,
+		log:     logger.With("component", "controller-channel"),
+		changed: make(chan struct{}),
+		closing: make(chan struct{}),
+	}
+	changes := q.LeaderChanges()
+	c.wg.Add(1)
+	go c.watch(changes)
+	return c
+}
+
+// watch broadcasts leadership changes to waiting senders until Close or
+// until the quorum closes.
+func (c *Channel) watch(changes <-chan struct{}) {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case _, ok := <-changes:
+			c.mu.Lock()
+			close(c.changed)
+			c.changed = make(chan struct{})
+			c.mu.Unlock()
+			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// Close closes the connection and stops the channel; later Sends fail with
+// ErrChannelClosed.
+func (c *Channel) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	conn := c.conn
+	c.conn = nil
+	c.mu.Unlock()
+	var err error
+	if conn != nil {
+		err = conn.Close()
+	}
+	c.wg.Wait()
+	return err
+}
+
+// Send sends req, at the version it carries, to the active controller and
+// returns its response. A response that still says NOT_CONTROLLER when ctx
+// ends is returned as it is (the sender's own retry rules apply); an error
+// means no controller answered at all. Send strips kmirror's internal-topic
+// tag from CreateTopics requests: only CreateInternalTopic may send it.
+func (c *Channel) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	stripInternalTag(req)
+	return c.send(ctx, req)
+}
+
+// CreateInternalTopic creates an internal topic through the active
+// controller, as Controller.CreateInternalTopic does: idempotent, returning
+// the topic's id. Remotely, the CreateTopics request carries kmirror's
+// internal-topic tag, which the controller honours only on its controller
+// listener.
+func (c *Channel) CreateInternalTopic(ctx context.Context, name string, partitions int32, configs map[string]string) (metadata.Uuid, error) {
+	if !IsInternalTopic(name) {
+		return metadata.Uuid{}, fmt.Errorf("create internal topic: %s is not an internal topic", name)
+	}
+	req := internalTopicRequest(name, partitions, configs)
+	req.UnknownTags.Set(internalTopicTag, []byte{1})
+	resp, err := c.send(ctx, req)
+	if err != nil {
+		return metadata.Uuid{}, err
+	}
+	return internalTopicResult(resp)
+}
+
+// send retries req until a controller other than a non-active one answers.
+func (c *Channel) send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	backoff := channelMinBackoff
+	var lastResp kmsg.Response
+	var lastErr error
+	for {
+		c.mu.Lock()
+		closed, changed := c.closed, c.changed
+		c.mu.Unlock()
+		if closed {
+			return nil, ErrChannelClosed
+		}
+		resp, err := c.try(ctx, req)
+		switch {
+		case err == nil && !hasNotController(resp):
+			return resp, nil
+		case err == nil:
+			lastResp = resp
+		default:
+			lastErr = err
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			if lastResp != nil {
+				return lastResp, nil
+			}
+			return nil, fmt.Errorf("send %s to the active controller: %w (last error: %v)", wire.APIName(req.Key()), ctx.Err(), lastErr)
+		case <-c.closing:
+			timer.Stop()
+			return nil, ErrChannelClosed
+		case <-changed:
+			timer.Stop()
+			backoff = channelMinBackoff
+		case <-timer.C:
+			backoff = min(2*backoff, channelMaxBackoff)
+		}
+	}
+}
+
+// errNoLeader means the quorum knows no leader right now.
+var errNoLeader = errors.New("no metadata quorum leader known")
+
+// try sends req once: locally if this node's controller is active, else to
+// the leader's address.
+func (c *Channel) try(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if c.local != nil && c.local.IsActive() {
+		return c.local.Handle(ctx, req)
+	}
+	id, addr, ok := c.q.Leader()
+	if !ok {
+		return nil, errNoLeader
+	}
+	if c.local != nil && id == c.local.nodeID {
+		// This node leads but its controller has not caught up yet.
+		return c.local.Handle(ctx, req)
+	}
+	conn, err := c.connTo(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := conn.Request(ctx, req)
+	if err != nil {
+		c.drop(conn)
+		c.log.Debug("controller request failed", "addr", addr, "api", wire.APIName(req.Key()), "err", err)
+		return nil, err
+	}
+	return resp, nil
+}
+
+// connTo returns the connection to addr, dialing it (and closing one to
+// an old leader) when needed.
+func (c *Channel) connTo(ctx context.Context, addr string) (*wire.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrChannelClosed
+	}
+	if c.conn != nil && c.addr == addr {
+		return c.conn, nil
+	}
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, channelDialLimit)
+	defer cancel()
+	conn, err := wire.Dial(dctx, "tcp", addr, c.clientID)
+	if err != nil {
+		return nil, fmt.Errorf("dial controller at %s: %w", addr, err)
+	}
+	c.conn, c.addr = conn, addr
+	c.log.Debug("connected to controller", "addr", addr)
+	return conn, nil
+}
+
+// drop forgets a connection that failed (a Conn is unusable after any
+// failure).
+func (c *Channel) drop(conn *wire.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == conn {
+		_ = conn.Close()
+		c.conn = nil
+	}
+}
