@@ -50,5 +50,5 @@ func proposeError(err error) error {
 }
 
 // codeOf and messageOf split an error into response fields.
-func codeOf(err error) int16       { return wire.ErrorCode(err) }
+func codeOf(err error) int16      { return wire.ErrorCode(err) }
 func messageOf(err error) *string { return wire.ErrorMessage(err) }
