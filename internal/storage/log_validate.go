@@ -1,0 +1,237 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kmirror/kmirror/internal/record"
+)
+
+// inBatch is one validated batch of an append.
+type inBatch struct {
+	data       []byte
+	h          record.Header
+	ctl        record.ControlType // -1 for data batches
+	coordEpoch int32
+}
+
+// validateLeaderInput is Kafka's LogValidator for a leader append, made
+// before offsets are assigned and without the log's lock: framing, CRC,
+// size, the rules for the origin, every record (count, offset deltas 0..n-1,
+// keys on compacted topics, timestamps within the configured bounds), and
+// recompression when compression.type asks for a codec the batch does not
+// have. rebuilt reports whether any batch was replaced (so the input is no
+// longer one contiguous buffer).
+func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int) (out []inBatch, rebuilt bool, err error) {
+	target, keep, err := cfg.targetCodec()
+	if err != nil {
+		return nil, false, err
+	}
+	rest := batches
+	for len(rest) > 0 {
+		b, r, err := record.NextBatch(rest)
+		if err != nil {
+			if errors.Is(err, record.ErrIncomplete) {
+				return nil, false, fmt.Errorf("append to %s: input ends in a partial batch: %w", tp, kerr.CorruptMessage)
+			}
+			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+		}
+		rest = r
+		if err := record.ValidateCRC(b); err != nil {
+			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+		}
+		h, _ := record.ParseHeader(b)
+		if len(b) > int(cfg.MaxMessageBytes) {
+			return nil, false, fmt.Errorf("append to %s: batch of %d bytes exceeds max.message.bytes %d: %w", tp, len(b), cfg.MaxMessageBytes, kerr.MessageTooLarge)
+		}
+		if err := checkLeaderBatchHeader(h, origin); err != nil {
+			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+		}
+		recompress := !keep && !h.IsControl() && h.Codec() != target
+		v := recordValidator{cfg: cfg, nowMs: nowMs, h: h, keepRecords: recompress}
+		if err := record.ForEachRecord(b, maxDecompressed, v.check); err != nil {
+			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+		}
+		if v.n != int(h.NumRecords) {
+			return nil, false, fmt.Errorf("append to %s: batch claims %d records, has %d: %w", tp, h.NumRecords, v.n, kerr.InvalidRecord)
+		}
+		if recompress {
+			nb, err := rebuildBatch(h, v.recs, target)
+			if err != nil {
+				return nil, false, fmt.Errorf("append to %s: recompress: %w", tp, err)
+			}
+			if len(nb) > int(cfg.MaxMessageBytes) {
+				return nil, false, fmt.Errorf("append to %s: recompressed batch of %d bytes exceeds max.message.bytes %d: %w", tp, len(nb), cfg.MaxMessageBytes, kerr.MessageTooLarge)
+			}
+			b, rebuilt = nb, true
+			h, _ = record.ParseHeader(b)
+		} else if cfg.MessageTimestampType == record.CreateTime && h.TimestampType() == record.CreateTime && v.n > 0 && h.MaxTimestamp != v.maxTs {
+			// Kafka stores the true largest record timestamp in the header.
+			binary.BigEndian.PutUint64(b[record.MaxTimestampPos:], uint64(v.maxTs))
+			binary.BigEndian.PutUint32(b[record.CRCPos:], record.ComputeCRC(b))
+			h.MaxTimestamp = v.maxTs
+		}
+		ib := inBatch{data: b, h: h, ctl: -1, coordEpoch: -1}
+		if h.IsControl() {
+			ctl, err := record.ControlTypeOf(b)
+			if err != nil {
+				return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+			}
+			ib.ctl = ctl
+			if ctl == record.ControlAbort || ctl == record.ControlCommit {
+				m, err := record.ParseEndTxnMarker(b)
+				if err != nil {
+					return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+				}
+				ib.coordEpoch = m.CoordinatorEpoch
+			}
+		}
+		out = append(out, ib)
+	}
+	if len(out) == 0 {
+		return nil, false, fmt.Errorf("append to %s: no record batch: %w", tp, kerr.InvalidRecord)
+	}
+	return out, rebuilt, nil
+}
+
+// checkLeaderBatchHeader applies Kafka's per-batch rules of a leader append.
+func checkLeaderBatchHeader(h record.Header, origin AppendOrigin) error {
+	if h.NumRecords <= 0 {
+		return fmt.Errorf("batch has %d records: %w", h.NumRecords, kerr.InvalidRecord)
+	}
+	if int64(h.LastOffsetDelta)+1 != int64(h.NumRecords) {
+		return fmt.Errorf("batch offset range of %d does not match its %d records: %w", int64(h.LastOffsetDelta)+1, h.NumRecords, kerr.InvalidRecord)
+	}
+	if h.IsTransactional() && !h.HasProducerID() {
+		return fmt.Errorf("transactional batch without a producer id: %w", kerr.InvalidRecord)
+	}
+	if origin == OriginClient {
+		if h.IsControl() {
+			return fmt.Errorf("clients may not write control batches: %w", kerr.InvalidRecord)
+		}
+		if h.HasProducerID() && h.BaseSequence < 0 {
+			return fmt.Errorf("invalid sequence %d for producer %d: %w", h.BaseSequence, h.ProducerID, kerr.InvalidRecord)
+		}
+	}
+	return nil
+}
+
+// recordValidator checks each record of a leader batch.
+type recordValidator struct {
+	cfg         LogConfig
+	nowMs       int64
+	h           record.Header
+	keepRecords bool
+
+	n     int
+	maxTs int64
+	recs  []record.Record
+}
+
+func (v *recordValidator) check(r record.Record) error {
+	if r.OffsetDelta != int32(v.n) {
+		return fmt.Errorf("record %d has offset delta %d: %w", v.n, r.OffsetDelta, kerr.InvalidRecord)
+	}
+	if v.cfg.CleanupPolicy.Compact && r.Key == nil && !v.h.IsControl() {
+		return fmt.Errorf("compacted topic cannot accept a record without a key: %w", kerr.InvalidRecord)
+	}
+	ts := v.h.BaseTimestamp + r.TimestampDelta
+	if v.n == 0 || ts > v.maxTs {
+		v.maxTs = ts
+	}
+	if v.cfg.MessageTimestampType == record.CreateTime && ts != -1 {
+		if !timestampInRange(ts, v.nowMs, v.cfg.MessageTimestampBeforeMaxMs, v.cfg.MessageTimestampAfterMaxMs) {
+			return fmt.Errorf("timestamp %d of record %d is out of range [now-%d, now+%d] (now %d): %w",
+				ts, v.n, v.cfg.MessageTimestampBeforeMaxMs, v.cfg.MessageTimestampAfterMaxMs, v.nowMs, kerr.InvalidTimestamp)
+		}
+	} else if v.h.TimestampType() == record.LogAppendTime {
+		return fmt.Errorf("producers may not set the LogAppendTime timestamp type: %w", kerr.InvalidTimestamp)
+	}
+	if v.keepRecords {
+		v.recs = append(v.recs, r)
+	}
+	v.n++
+	return nil
+}
+
+// timestampInRange is Kafka's check: now-before <= ts <= now+after, computed
+// without overflow for the "unlimited" Long.MaxValue bounds.
+func timestampInRange(ts, now, before, after int64) bool {
+	if ts < now {
+		return uint64(now)-uint64(ts) <= uint64(before) || before == math.MaxInt64
+	}
+	return uint64(ts)-uint64(now) <= uint64(after) || after == math.MaxInt64
+}
+
+// rebuildBatch re-encodes a batch's records with another codec, keeping
+// everything else of its header.
+func rebuildBatch(h record.Header, recs []record.Record, codec record.Codec) ([]byte, error) {
+	b, err := record.Build(record.BatchSpec{
+		BaseOffset:           h.BaseOffset,
+		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
+		ProducerID:           h.ProducerID,
+		ProducerEpoch:        h.ProducerEpoch,
+		BaseSequence:         h.BaseSequence,
+		Transactional:        h.IsTransactional(),
+		Control:              h.IsControl(),
+		Codec:                codec,
+		TimestampType:        h.TimestampType(),
+		BaseTimestamp:        h.BaseTimestamp,
+	}, recs)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// validateFollowerInput splits and checks batches for a follower or mirror
+// append: framing and CRC of every batch (no decompression), offsets
+// increasing from batch to batch. A trailing partial batch is dropped.
+func validateFollowerInput(tp TopicPartition, batches []byte) ([]inBatch, int, error) {
+	var out []inBatch
+	rest := batches
+	total := 0
+	for len(rest) > 0 {
+		b, r, err := record.NextBatch(rest)
+		if err != nil {
+			if errors.Is(err, record.ErrIncomplete) {
+				break
+			}
+			return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+		}
+		rest = r
+		if err := record.ValidateCRC(b); err != nil {
+			return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+		}
+		h, _ := record.ParseHeader(b)
+		if h.BaseOffset < 0 || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1 {
+			return nil, 0, fmt.Errorf("append to %s: batch base offset %d is invalid: %w", tp, h.BaseOffset, kerr.CorruptMessage)
+		}
+		if n := len(out); n > 0 && h.BaseOffset <= out[n-1].h.LastOffset() {
+			return nil, 0, fmt.Errorf("append to %s: batch at offset %d does not follow the batch ending at %d: %w",
+				tp, h.BaseOffset, out[n-1].h.LastOffset(), kerr.CorruptMessage)
+		}
+		ib := inBatch{data: b, h: h, ctl: -1, coordEpoch: -1}
+		if h.IsControl() && h.NumRecords > 0 {
+			ctl, err := record.ControlTypeOf(b)
+			if err != nil {
+				return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+			}
+			ib.ctl = ctl
+			if ctl == record.ControlAbort || ctl == record.ControlCommit {
+				m, err := record.ParseEndTxnMarker(b)
+				if err != nil {
+					return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+				}
+				ib.coordEpoch = m.CoordinatorEpoch
+			}
+		}
+		out = append(out, ib)
+		total += len(b)
+	}
+	return out, total, nil
+}
