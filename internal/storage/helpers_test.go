@@ -279,3 +279,23 @@ func verifyInvariants(l *Log) error {
 	}
 	return nil
 }
+
+// crash drops a log's process state without any of Close's work (no flush,
+// no snapshot, no index trimming): what a killed process leaves behind,
+// minus the page cache loss, which the torn-tail tests simulate.
+func crash(l *Log) {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.bg.Wait()
+	l.delMu.Lock()
+	for t := range l.pending {
+		t.Stop()
+	}
+	l.pending = nil
+	l.delMu.Unlock()
+	for _, s := range l.segments() {
+		s.deleted.Store(true) // close without trimming, as a crash would
+		s.release()
+	}
+}

@@ -52,9 +52,16 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32, origin AppendOri
 	}
 	buf := batches
 	if rebuilt {
-		buf = nil
+		// One buffer for the single write; the batches are stamped in it.
+		n := 0
 		for _, b := range in {
-			buf = append(buf, b.data...)
+			n += len(b.data)
+		}
+		buf = make([]byte, 0, n)
+		for i := range in {
+			off := len(buf)
+			buf = append(buf, in[i].data...)
+			in[i].data = buf[off:len(buf):len(buf)]
 		}
 	}
 	l.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 )
 
 // Flush makes every batch up to the log end offset durable (fsync of the
@@ -140,5 +141,42 @@ func (l *Log) Delete() error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("delete %s: %w", l.tp, err)
 	}
+	return nil
+}
+
+// closeAndRenameDir closes the log for writes and moves its directory to
+// newDir (for deletion); files are released as readers finish with them.
+func (l *Log) closeAndRenameDir(newDir string) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return fmt.Errorf("%s: %w", l.tp, ErrClosed)
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.bg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.Dir()
+	if err := os.Rename(old, newDir); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(newDir)); err != nil {
+		l.logger.Warn("sync parent of renamed log dir", "error", err)
+	}
+	l.dir.Store(&newDir)
+	l.psm.UpdateDir(newDir)
+	for _, s := range l.segments() {
+		s.deleted.Store(true)
+		s.release()
+	}
+	// Pending unlinks name files under the old path: the directory removal
+	// takes them.
+	l.delMu.Lock()
+	for t := range l.pending {
+		t.Stop()
+	}
+	l.pending = nil
+	l.delMu.Unlock()
 	return nil
 }

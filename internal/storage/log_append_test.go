@@ -1,0 +1,408 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kmirror/kmirror/internal/record"
+)
+
+func TestAppendAsLeaderValidation(t *testing.T) {
+	clk := newTestClock()
+	now := clk.Ms()
+	good := func() []byte { return mkBatch(t, plain(2, now)) }
+	corruptCRC := func() []byte { b := good(); b[len(b)-1] ^= 1; return b }
+	tooLarge := func() []byte { s := plain(40, now); s.valueSize = 1024; return mkBatch(t, s) }
+	control := func() []byte { return record.BuildMirrorPIDReset(now, 0) }
+	future := func() []byte { return mkBatch(t, plain(1, now+2*3600*1000)) }
+	old := func() []byte { return mkBatch(t, plain(1, now-10_000)) }
+	noSeq := func() []byte { s := plain(1, now); s.pid, s.epoch, s.seq = 5, 0, -1; return mkBatch(t, s) }
+	gappy := func() []byte {
+		recs := []record.Record{{Key: []byte("a"), OffsetDelta: 0}, {Key: []byte("b"), OffsetDelta: 2}}
+		b, err := record.Build(record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, BaseTimestamp: now}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	nullKey := func() []byte {
+		recs := []record.Record{{Value: []byte("v")}}
+		b, err := record.Build(record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, BaseTimestamp: now}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	latFromClient := func() []byte {
+		b := good()
+		record.SetLogAppendTime(b, now)
+		return b
+	}
+	cases := []struct {
+		name   string
+		batch  func() []byte
+		mutate func(*LogConfig)
+		origin AppendOrigin
+		want   error
+	}{
+		{"corrupt crc", corruptCRC, nil, OriginClient, kerr.CorruptMessage},
+		{"partial batch", func() []byte { b := good(); return b[:len(b)-3] }, nil, OriginClient, kerr.CorruptMessage},
+		{"trailing garbage", func() []byte { return append(good(), 1, 2, 3) }, nil, OriginClient, kerr.CorruptMessage},
+		{"empty", func() []byte { return nil }, nil, OriginClient, kerr.InvalidRecord},
+		{"too large", tooLarge, func(c *LogConfig) { c.MaxMessageBytes = 4000 }, OriginClient, kerr.MessageTooLarge},
+		{"control from client", control, nil, OriginClient, kerr.InvalidRecord},
+		{"timestamp too new", future, func(c *LogConfig) { c.MessageTimestampAfterMaxMs = 3600 * 1000 }, OriginClient, kerr.InvalidTimestamp},
+		{"timestamp too old", old, func(c *LogConfig) { c.MessageTimestampBeforeMaxMs = 1000 }, OriginClient, kerr.InvalidTimestamp},
+		{"producer without sequence", noSeq, nil, OriginClient, kerr.InvalidRecord},
+		{"offset deltas with a gap", gappy, nil, OriginClient, kerr.InvalidRecord},
+		{"compacted topic null key", nullKey, func(c *LogConfig) { c.CleanupPolicy = CleanupPolicy{Compact: true} }, OriginClient, kerr.InvalidRecord},
+		{"log append time from producer", latFromClient, func(c *LogConfig) { c.MessageTimestampType = record.LogAppendTime }, OriginClient, kerr.InvalidTimestamp},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := smallConfig()
+			if tc.mutate != nil {
+				tc.mutate(&cfg)
+			}
+			l := openLog(t, t.TempDir(), cfg, Options{Now: clk.Now})
+			defer l.Close()
+			if _, err := l.AppendAsLeader(good(), 0, OriginClient); err != nil {
+				t.Fatal(err)
+			}
+			before := l.Size()
+			_, err := l.AppendAsLeader(tc.batch(), 0, tc.origin)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if l.LogEndOffset() != 2 || l.Size() != before {
+				t.Fatalf("log changed: leo %d size %d (was %d)", l.LogEndOffset(), l.Size(), before)
+			}
+			checkInvariants(t, l)
+		})
+	}
+}
+
+func TestAppendAsLeaderStampsAndRecompresses(t *testing.T) {
+	clk := newTestClock()
+	cfg := smallConfig()
+	cfg.MessageTimestampType = record.LogAppendTime
+	cfg.CompressionType = "zstd"
+	l := openLog(t, t.TempDir(), cfg, Options{Now: clk.Now})
+	defer l.Close()
+	in := mkBatch(t, plain(5, clk.Ms()-5000))
+	inRecs, _ := record.Records(in, 0)
+	info, err := l.AppendAsLeader(in, 3, OriginClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.LogAppendTime != clk.Ms() || info.MaxTimestamp != clk.Ms() {
+		t.Fatalf("info %+v", info)
+	}
+	bs := logBatches(t, l)
+	if len(bs) != 1 {
+		t.Fatalf("%d batches", len(bs))
+	}
+	h := headerOf(t, bs[0])
+	if h.Codec() != record.CodecZstd || h.TimestampType() != record.LogAppendTime || h.MaxTimestamp != clk.Ms() || h.PartitionLeaderEpoch != 3 {
+		t.Fatalf("header %+v", h)
+	}
+	if err := record.ValidateRecords(bs[0], true, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := record.Records(bs[0], 0)
+	for i := range out {
+		if !bytes.Equal(out[i].Key, inRecs[i].Key) || !bytes.Equal(out[i].Value, inRecs[i].Value) {
+			t.Fatalf("record %d changed", i)
+		}
+	}
+}
+
+func TestAppendAsLeaderFixesMaxTimestamp(t *testing.T) {
+	clk := newTestClock()
+	l := openLog(t, t.TempDir(), smallConfig(), Options{Now: clk.Now})
+	defer l.Close()
+	b := mkBatch(t, plain(3, clk.Ms()))
+	// A producer that wrote a wrong max timestamp (CRC recomputed to match).
+	binary.BigEndian.PutUint64(b[record.MaxTimestampPos:], 1)
+	binary.BigEndian.PutUint32(b[record.CRCPos:], record.ComputeCRC(b))
+	if _, err := l.AppendAsLeader(b, 0, OriginClient); err != nil {
+		t.Fatal(err)
+	}
+	h := headerOf(t, logBatches(t, l)[0])
+	if h.MaxTimestamp != clk.Ms()+2 {
+		t.Fatalf("max timestamp %d, want %d", h.MaxTimestamp, clk.Ms()+2)
+	}
+	if err := record.ValidateCRC(logBatches(t, l)[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDuplicateAnsweredWithOriginalOffsets(t *testing.T) {
+	clk := newTestClock()
+	l := openLog(t, t.TempDir(), smallConfig(), Options{Now: clk.Now})
+	defer l.Close()
+	idem := func(seq int32, n int) []byte {
+		s := plain(n, clk.Ms())
+		s.pid, s.epoch, s.seq = 42, 0, seq
+		return mkBatch(t, s)
+	}
+	if _, err := l.AppendAsLeader(mkBatch(t, plain(4, clk.Ms())), 0, OriginClient); err != nil {
+		t.Fatal(err)
+	}
+	first, err := l.AppendAsLeader(idem(0, 3), 0, OriginClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendAsLeader(idem(3, 2), 0, OriginClient); err != nil {
+		t.Fatal(err)
+	}
+	leo := l.LogEndOffset()
+	size := l.Size()
+	retry, err := l.AppendAsLeader(idem(0, 3), 0, OriginClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !retry.Duplicate || retry.FirstOffset != first.FirstOffset || retry.LastOffset != first.LastOffset {
+		t.Fatalf("retry answered %+v, first was %+v", retry, first)
+	}
+	if l.LogEndOffset() != leo || l.Size() != size {
+		t.Fatal("a duplicate was written")
+	}
+	// Out of order sequence is refused.
+	if _, err := l.AppendAsLeader(idem(9, 1), 0, OriginClient); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("out of order: %v", err)
+	}
+	// Duplicates are recognised after a clean restart (snapshot) too.
+	dir := l.Dir()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, dir, smallConfig(), Options{Now: clk.Now, HadCleanShutdown: true})
+	defer l2.Close()
+	retry2, err := l2.AppendAsLeader(idem(3, 2), 0, OriginClient)
+	if err != nil || !retry2.Duplicate || retry2.FirstOffset != 7 {
+		t.Fatalf("after restart: %+v %v", retry2, err)
+	}
+}
+
+func TestAppendAsFollower(t *testing.T) {
+	clk := newTestClock()
+	l := openLog(t, t.TempDir(), smallConfig(), Options{Now: clk.Now})
+	defer l.Close()
+	var in []byte
+	in = append(in, followerBatch(t, 0, 3, 1, clk.Ms())...)
+	in = append(in, followerBatch(t, 3, 2, 1, clk.Ms())...)
+	in = append(in, followerBatch(t, 10, 2, 2, clk.Ms())...) // compaction gap 5..9
+	partial := followerBatch(t, 12, 2, 2, clk.Ms())
+	in = append(in, partial[:20]...)
+	info, err := l.AppendAsFollower(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FirstOffset != 0 || info.LastOffset != 11 || l.LogEndOffset() != 12 {
+		t.Fatalf("info %+v leo %d", info, l.LogEndOffset())
+	}
+	want := []EpochEntry{{1, 0}, {2, 10}}
+	if got := l.EpochEntries(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("epochs %+v", got)
+	}
+	// Offsets and epochs kept as given.
+	bs := logBatches(t, l)
+	if h := headerOf(t, bs[2]); h.BaseOffset != 10 || h.PartitionLeaderEpoch != 2 {
+		t.Fatalf("third batch %+v", h)
+	}
+	// Reading inside the gap returns the batch after it.
+	res, err := l.Read(6, 1<<20, FetchLogEnd, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FirstOffset != 10 {
+		t.Fatalf("read in gap: first offset %d", res.FirstOffset)
+	}
+	res.Release()
+	// Below the log end: refused.
+	_, err = l.AppendAsFollower(followerBatch(t, 11, 1, 2, clk.Ms()))
+	if !errors.Is(err, ErrUnexpectedAppendOffset) || !errors.Is(err, kerr.OffsetOutOfRange) {
+		t.Fatalf("below leo: %v", err)
+	}
+	// Only a partial batch: nothing happens.
+	info, err = l.AppendAsFollower(partial[:30])
+	if err != nil || info.FirstOffset != -1 {
+		t.Fatalf("partial only: %+v %v", info, err)
+	}
+	// Out-of-order batches within one append: refused as corrupt.
+	bad := append(followerBatch(t, 20, 2, 2, clk.Ms()), followerBatch(t, 20, 1, 2, clk.Ms())...)
+	if _, err := l.AppendAsFollower(bad); !errors.Is(err, kerr.CorruptMessage) {
+		t.Fatalf("out of order: %v", err)
+	}
+	checkInvariants(t, l)
+}
+
+func TestFollowerAppendAcrossHugeGapRolls(t *testing.T) {
+	clk := newTestClock()
+	l := openLog(t, t.TempDir(), smallConfig(), Options{Now: clk.Now})
+	defer l.Close()
+	far := int64(1) << 40
+	in := append(followerBatch(t, 0, 2, 0, clk.Ms()), followerBatch(t, far, 2, 0, clk.Ms())...)
+	if _, err := l.AppendAsFollower(in); err != nil {
+		t.Fatal(err)
+	}
+	if l.NumSegments() != 2 || l.segments()[1].base != far || l.LogEndOffset() != far+2 {
+		t.Fatalf("segments %d, leo %d", l.NumSegments(), l.LogEndOffset())
+	}
+	checkInvariants(t, l)
+	dir := l.Dir()
+	l.Close()
+	l2 := openLog(t, dir, smallConfig(), Options{Now: clk.Now})
+	defer l2.Close()
+	if l2.LogEndOffset() != far+2 || len(logBatches(t, l2)) != 2 {
+		t.Fatalf("after unclean reopen: leo %d", l2.LogEndOffset())
+	}
+	checkInvariants(t, l2)
+}
+
+func TestMirrorPIDResetClearsProducers(t *testing.T) {
+	clk := newTestClock()
+	idem := func(pid int64) []byte {
+		s := plain(2, clk.Ms())
+		s.pid, s.epoch, s.seq = pid, 0, 0
+		return mkBatch(t, s)
+	}
+	t.Run("leader", func(t *testing.T) {
+		l := openLog(t, t.TempDir(), smallConfig(), Options{Now: clk.Now})
+		defer l.Close()
+		for _, pid := range []int64{1, 2} {
+			if _, err := l.AppendAsLeader(idem(pid), 0, OriginClient); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(l.ActiveProducers()); n != 2 {
+			t.Fatalf("%d producers", n)
+		}
+		if _, err := l.AppendAsLeader(record.BuildMirrorPIDReset(clk.Ms(), 0), 1, OriginClient); !errors.Is(err, kerr.InvalidRecord) {
+			t.Fatalf("reset from a client: %v", err)
+		}
+		if _, err := l.AppendAsLeader(record.BuildMirrorPIDReset(clk.Ms(), 0), 1, OriginCoordinator); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(l.ActiveProducers()); n != 0 {
+			t.Fatalf("%d producers after reset", n)
+		}
+		// The old producer may start over at any sequence after the reset.
+		if _, err := l.AppendAsLeader(idem(1), 1, OriginClient); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("follower and recovery", func(t *testing.T) {
+		dir := t.TempDir()
+		l := openLog(t, dir, smallConfig(), Options{Now: clk.Now})
+		var in []byte
+		for i, pid := range []int64{1, 2} {
+			b := idem(pid)
+			record.SetBaseOffset(b, int64(2*i))
+			in = append(in, b...)
+		}
+		reset := record.BuildMirrorPIDReset(clk.Ms(), 0)
+		record.SetBaseOffset(reset, 4)
+		in = append(in, reset...)
+		if _, err := l.AppendAsFollower(in); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(l.ActiveProducers()); n != 0 {
+			t.Fatalf("%d producers after follower reset", n)
+		}
+		// A producer after the reset survives it.
+		b := idem(3)
+		record.SetBaseOffset(b, 5)
+		if _, err := l.AppendAsFollower(b); err != nil {
+			t.Fatal(err)
+		}
+		// Unclean restart: no snapshot at the end, recovery replays the reset.
+		crash(l)
+		l2 := openLog(t, dir, smallConfig(), Options{Now: clk.Now})
+		defer l2.Close()
+		ps := l2.ActiveProducers()
+		if len(ps) != 1 || ps[0].ProducerID != 3 {
+			t.Fatalf("after recovery: %+v", ps)
+		}
+		if got, want := ps, replayProducers(t, logBatches(t, l2)); len(got) != len(want) || got[0].ProducerID != want[0].ProducerID {
+			t.Fatalf("state %+v, replay %+v", got, want)
+		}
+	})
+}
+
+func TestAbortedTransactionsAndLSO(t *testing.T) {
+	clk := newTestClock()
+	l := openLog(t, t.TempDir(), smallConfig(), Options{Now: clk.Now})
+	defer l.Close()
+	txnBatch := func(pid int64, seq int32) []byte {
+		s := plain(2, clk.Ms())
+		s.pid, s.epoch, s.seq, s.txn = pid, 0, seq, true
+		return mkBatch(t, s)
+	}
+	mustAppend := func(b []byte, origin AppendOrigin) AppendInfo {
+		t.Helper()
+		info, err := l.AppendAsLeader(b, 0, origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	mustAppend(mkBatch(t, plain(1, clk.Ms())), OriginClient)  // 0
+	a1 := mustAppend(txnBatch(7, 0), OriginClient)            // 1-2: pid 7 txn
+	mustAppend(txnBatch(8, 0), OriginClient)                  // 3-4: pid 8 txn
+	l.SetHighWatermark(l.LogEndOffset())
+	if lso := l.LastStableOffset(); lso != a1.FirstOffset {
+		t.Fatalf("lso %d, want %d", lso, a1.FirstOffset)
+	}
+	abort := mustAppend(record.BuildEndTxnMarker(7, 0, record.EndTxnMarker{Commit: false, CoordinatorEpoch: 1}, clk.Ms(), 0), OriginCoordinator) // 5
+	l.SetHighWatermark(l.LogEndOffset())
+	if lso := l.LastStableOffset(); lso != 3 {
+		t.Fatalf("lso after abort %d, want 3 (pid 8 still open)", lso)
+	}
+	mustAppend(record.BuildEndTxnMarker(8, 0, record.EndTxnMarker{Commit: true, CoordinatorEpoch: 1}, clk.Ms(), 0), OriginCoordinator) // 6
+	// The commit marker is not yet below the high watermark: the committed
+	// transaction still holds the LSO at its first offset.
+	if lso := l.LastStableOffset(); lso != 3 {
+		t.Fatalf("lso before hw moves %d, want 3", lso)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	if lso := l.LastStableOffset(); lso != 7 {
+		t.Fatalf("lso %d, want 7", lso)
+	}
+	res, err := l.Read(0, 1<<20, FetchTxnCommitted, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Release()
+	if len(res.AbortedTxns) != 1 || res.AbortedTxns[0].ProducerID != 7 || res.AbortedTxns[0].FirstOffset != 1 || res.AbortedTxns[0].LastOffset != abort.FirstOffset {
+		t.Fatalf("aborted %+v", res.AbortedTxns)
+	}
+	// A committed read that ends before the aborted transaction starts
+	// reports nothing.
+	res2, err := l.Read(0, 1, FetchTxnCommitted, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res2.Release()
+	if res2.FirstOffset != 0 || len(res2.AbortedTxns) != 0 {
+		t.Fatalf("first batch only: %+v", res2.AbortedTxns)
+	}
+	// The txn index survives an unclean recovery.
+	dir := l.Dir()
+	crash(l)
+	l2 := openLog(t, dir, smallConfig(), Options{Now: clk.Now, HighWatermark: 7})
+	defer l2.Close()
+	res3, err := l2.Read(0, 1<<20, FetchTxnCommitted, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res3.Release()
+	if len(res3.AbortedTxns) != 1 || res3.AbortedTxns[0].ProducerID != 7 {
+		t.Fatalf("after recovery: %+v", res3.AbortedTxns)
+	}
+}
