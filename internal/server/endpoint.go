@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/wire"
+)
+
+// apiVersionsMax is the highest ApiVersions version a listener answers.
+const apiVersionsMax = 4
+
+// endpoint is what one listener serves: the registry that ApiVersions
+// advertises and ParseRequest checks, and a handler per served key.
+//
+// An endpoint starts closed: connections that arrive before the node's
+// services exist (raft needs the listeners bound first) wait in enable's
+// gate instead of seeing a listener that serves nothing, as Kafka accepts
+// connections but processes no request before its start-up ends.
+type endpoint struct {
+	listener string
+	protocol string
+
+	reg      *wire.Registry
+	handlers map[int16]wire.Handler
+
+	once  sync.Once
+	ready chan struct{}
+}
+
+// newEndpoint returns a closed endpoint for a listener that serves only
+// ApiVersions until enable attaches services.
+func newEndpoint(listener, protocol string) *endpoint {
+	e := &endpoint{
+		listener: listener,
+		protocol: protocol,
+		reg:      wire.NewRegistry(),
+		handlers: map[int16]wire.Handler{},
+		ready:    make(chan struct{}),
+	}
+	e.reg.Add(int16(kmsg.ApiVersions), 0, apiVersionsMax)
+	return e
+}
+
+// enable attaches services and opens the gate. Two services may not serve
+// the same key, and none may serve ApiVersions, which the endpoint answers
+// itself. It must be called at most once, before any request is served
+// (the gate publishes the handler map to the connection goroutines).
+func (e *endpoint) enable(services ...wire.Service) error {
+	for _, s := range services {
+		for _, api := range s.APIs() {
+			if api.Key == int16(kmsg.ApiVersions) {
+				return fmt.Errorf("listener %s: a service may not serve ApiVersions", e.listener)
+			}
+			if _, dup := e.handlers[api.Key]; dup {
+				return fmt.Errorf("listener %s: %s is served twice", e.listener, wire.APIName(api.Key))
+			}
+			if api.Handle == nil {
+				return fmt.Errorf("listener %s: %s has no handler", e.listener, wire.APIName(api.Key))
+			}
+			e.reg.Add(api.Key, api.MinVersion, api.MaxVersion)
+			if !e.reg.Has(api.Key) {
+				return fmt.Errorf("listener %s: %s v%d-v%d is not a servable range", e.listener, wire.APIName(api.Key), api.MinVersion, api.MaxVersion)
+			}
+			e.handlers[api.Key] = api.Handle
+		}
+	}
+	e.once.Do(func() { close(e.ready) })
+	return nil
+}
+
+// wait blocks until the endpoint is enabled or ctx ends.
+func (e *endpoint) wait(ctx context.Context) error {
+	select {
+	case <-e.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// clientSoftwareRE is what Kafka accepts as ClientSoftwareName and
+// ClientSoftwareVersion in ApiVersions v3+.
+var clientSoftwareRE = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// apiVersions answers an ApiVersions request that ParseRequest accepted.
+// Like Kafka, a v3+ request with an invalid client software name or version
+// gets INVALID_REQUEST and no key list.
+func (e *endpoint) apiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
+	if req.Version >= 3 && (!clientSoftwareRE.MatchString(req.ClientSoftwareName) || !clientSoftwareRE.MatchString(req.ClientSoftwareVersion)) {
+		resp := kmsg.NewPtrApiVersionsResponse()
+		resp.SetVersion(req.Version)
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	return e.reg.ApiVersionsResponse(req.Version)
+}
