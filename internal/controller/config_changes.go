@@ -96,6 +96,14 @@ func configRecords(img *metadata.Image, res metadata.ConfigResource, changes map
 		for _, n := range names {
 			v := changes[n]
 			if v == nil {
+				// Removing a config that is set is always allowed (even
+				// one a newer node defined); removing an unknown name that
+				// is not set is a mistake.
+				if _, had := current[n]; !had {
+					if _, known := configDefinition(res, n); !known {
+						return nil, errf(kerr.InvalidConfig, "%s: unknown broker config", n)
+					}
+				}
 				continue
 			}
 			set[n] = *v
