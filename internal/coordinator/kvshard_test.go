@@ -1,10 +1,12 @@
-package coordinator
+package coordinator_test
 
 import (
 	"errors"
 	"maps"
 	"strings"
 	"sync"
+
+	. "github.com/kmirror/kmirror/internal/coordinator"
 )
 
 // kvShard is a test coordinator: a map of keys to values, with

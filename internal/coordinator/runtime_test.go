@@ -1,17 +1,23 @@
-package coordinator
+package coordinator_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	. "github.com/kmirror/kmirror/internal/coordinator"
+	"github.com/kmirror/kmirror/internal/coordinator/coordinatortest"
 	"github.com/kmirror/kmirror/internal/record"
+	"github.com/kmirror/kmirror/internal/storage"
 )
 
 // captureHandler keeps log records for assertions.
@@ -55,18 +61,18 @@ func (h *captureHandler) find(msg, attr string) (int64, bool) {
 
 type fixture struct {
 	t      *testing.T
-	host   *testHost
+	host   *coordinatortest.Host
 	rt     *Runtime[*kvShard]
 	clock  *ManualClock
 	events *eventLog
 	logs   *captureHandler
 }
 
-func newFixture(t *testing.T, host *testHost) *fixture {
+func newFixture(t *testing.T, host *coordinatortest.Host) *fixture {
 	t.Helper()
 	f := &fixture{t: t, host: host, clock: NewManualClock(time.Unix(1_700_000_000, 0)), events: &eventLog{}, logs: &captureHandler{}}
 	f.rt = New[*kvShard](host, Config[*kvShard]{
-		Topic:         "__test",
+		Topic:         topic,
 		Partitions:    3,
 		NewShard:      newKVShard(f.events),
 		AppendTimeout: 10 * time.Second,
@@ -143,8 +149,37 @@ func batchOf(t *testing.T, kv ...string) []byte {
 	return b
 }
 
-func memHost() *testHost {
-	return newTestHost(func(int32) (backingLog, error) { return &memLog{}, nil })
+const topic = "__test"
+
+// newHost returns a host over storage logs in a fresh directory, closed at
+// the end of the test.
+func newHost(t *testing.T) *coordinatortest.Host {
+	t.Helper()
+	h := coordinatortest.NewHost(t.TempDir(), slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// plog returns the test log of a partition.
+func plog(t *testing.T, h *coordinatortest.Host, p int32) *coordinatortest.Log {
+	t.Helper()
+	l, err := h.Log(topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// appendData appends batches to a partition as data the coordinator did not
+// write (leader appends at epoch 0).
+func appendData(t *testing.T, l *coordinatortest.Log, batches ...[]byte) {
+	t.Helper()
+	for _, b := range batches {
+		if _, err := l.Storage().AppendAsLeader(b, 0, storage.OriginCoordinator); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Storage().SetHighWatermark(l.Storage().LogEndOffset())
 }
 
 func TestPartitionFor(t *testing.T) {
@@ -166,25 +201,21 @@ func TestPartitionFor(t *testing.T) {
 			t.Errorf("PartitionFor(%q, %d) = %d, want %d", c.key, c.n, got, c.want)
 		}
 	}
-	// Keys whose Java hash is negative land on abs(hash) % n.
-	if h := javaStringHash("hello world"); h != 1794106052 {
-		t.Fatalf("hash of %q = %d", "hello world", h)
+	// "hello world".hashCode() is 1794106052; "zzzzzz".hashCode() is
+	// -685785664, whose abs lands on 685785664 % 50 = 14.
+	if p := PartitionFor("hello world", 50); p != 1794106052%50 {
+		t.Fatalf("hello world → %d", p)
 	}
-	if h, p := javaStringHash("zzzzzz"), PartitionFor("zzzzzz", 50); h != -685785664 || p != 14 {
-		t.Fatalf("hash of zzzzzz %d mapped to %d, want -685785664 → 14", h, p)
+	if p := PartitionFor("zzzzzz", 50); p != 14 {
+		t.Fatalf("zzzzzz → %d, want 14", p)
 	}
 }
 
 func TestLoadReplaysAndServes(t *testing.T) {
-	host := memHost()
-	l := host.log(0)
-	for _, b := range [][]byte{batchOf(t, "a", "1", "b", "2"), batchOf(t, "a", "3"), batchOf(t, "b", "")} {
-		if _, err := l.b.append(b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	host := newHost(t)
+	appendData(t, plog(t, host, 0), batchOf(t, "a", "1", "b", "2"), batchOf(t, "a", "3"), batchOf(t, "b", ""))
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
 	if v, ok := f.get(0, "a"); !ok || v != "3" {
 		t.Fatalf("a = %q %v after load, want 3", v, ok)
@@ -203,43 +234,70 @@ func TestLoadReplaysAndServes(t *testing.T) {
 }
 
 func TestMalformedRecordSkippedWithOffset(t *testing.T) {
-	host := memHost()
-	l := host.log(0)
-	l.b.append(batchOf(t, "a", "1"), 0)                           // offset 0
-	l.b.append(batchOf(t, "x", "1", "bad-key", "?", "y", "2"), 0) // offsets 1..3, bad at 2
-	// A batch whose CRC is wrong: skipped whole, reported at its offset 4.
-	corrupt := batchOf(t, "z", "1")
-	corrupt[len(corrupt)-1] ^= 0xff
-	record.SetBaseOffset(corrupt, 4)
-	l.b.(*memLog).appendRaw(corrupt, 5)
-	l.b.append(batchOf(t, "w", "5"), 0) // offset 5
+	host := newHost(t)
+	l := plog(t, host, 0)
+	appendData(t, l,
+		batchOf(t, "a", "1"),                           // offset 0
+		batchOf(t, "x", "1", "bad-key", "?", "y", "2"), // offsets 1..3, malformed at 2
+	)
+	// A batch with a valid CRC whose records do not decode (offset 4).
+	unreadable := batchOf(t, "q", "1")
+	unreadable[len(unreadable)-3] = 0x7f // the record's value length now overruns it
+	record.SetBaseOffset(unreadable, 4)
+	putCRC(unreadable)
+	if err := l.AppendRaw(unreadable); err != nil {
+		t.Fatal(err)
+	}
+	appendData(t, l, batchOf(t, "w", "5"), batchOf(t, "z", "6")) // offsets 5 and 6
+	// Corrupt the last batch on disk: its CRC no longer matches.
+	seg := filepath.Join(l.Storage().Dir(), "00000000000000000000.log")
+	fh, err := os.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := fh.Stat()
+	if _, err := fh.WriteAt([]byte{0xee}, st.Size()-1); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
 	for k, want := range map[string]string{"a": "1", "x": "1", "y": "2", "w": "5"} {
 		if v, ok := f.get(0, k); !ok || v != want {
 			t.Errorf("%s = %q %v, want %q", k, v, ok, want)
 		}
 	}
-	if _, ok := f.get(0, "z"); ok {
-		t.Errorf("record of a corrupt batch was loaded")
+	for _, k := range []string{"q", "z", "bad-key"} {
+		if _, ok := f.get(0, k); ok {
+			t.Errorf("%s was loaded", k)
+		}
 	}
-	if off, ok := f.logs.find("skipping malformed coordinator record while loading", "offset"); !ok || off != 2 {
-		t.Errorf("malformed record reported at offset %d (found %v), want 2", off, ok)
-	}
-	if off, ok := f.logs.find("skipping corrupt batch while loading", "offset"); !ok || off != 4 {
-		t.Errorf("corrupt batch reported at offset %d (found %v), want 4", off, ok)
+	for msg, want := range map[string]int64{
+		"skipping malformed coordinator record while loading":  2,
+		"skipping unreadable records of a batch while loading": 4,
+		"skipping corrupt batch while loading":                 6,
+	} {
+		if off, ok := f.logs.find(msg, "offset"); !ok || off != want {
+			t.Errorf("%q reported at offset %d (found %v), want %d", msg, off, ok, want)
+		}
 	}
 }
 
+// putCRC recomputes a batch's CRC after a test edits it.
+func putCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[record.CRCPos:], record.ComputeCRC(b))
+}
+
 func TestLoadingAnswersLoadInProgress(t *testing.T) {
-	host := memHost()
-	l := host.log(0)
-	l.b.append(batchOf(t, "a", "1"), 0)
+	host := newHost(t)
+	l := plog(t, host, 0)
+	appendData(t, l, batchOf(t, "a", "1"))
 	gate := make(chan struct{})
-	l.readGate = gate
+	l.HoldReads(gate)
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	if err := f.rt.Write(context.Background(), 0, set("b", []byte("2"))); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
 		t.Fatalf("write while loading: %v", err)
 	}
@@ -256,15 +314,12 @@ func TestLoadingAnswersLoadInProgress(t *testing.T) {
 }
 
 func TestWriteWaitsForCommit(t *testing.T) {
-	host := memHost()
+	host := newHost(t)
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
-	l := host.log(0)
 	gate, appended := make(chan struct{}), make(chan int64, 1)
-	l.mu.Lock()
-	l.gate, l.appended = gate, appended
-	l.mu.Unlock()
+	plog(t, host, 0).HoldCommits(gate, appended)
 
 	applied := make(chan int64, 1)
 	done := make(chan error, 1)
@@ -297,15 +352,12 @@ func TestWriteWaitsForCommit(t *testing.T) {
 }
 
 func TestRefusedAppendLeavesState(t *testing.T) {
-	host := memHost()
+	host := newHost(t)
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
 	f.set(0, "k", "old")
-	l := host.log(0)
-	l.mu.Lock()
-	l.failNext = fmt.Errorf("too big: %w", kerr.MessageTooLarge)
-	l.mu.Unlock()
+	plog(t, host, 0).FailNextAppend(fmt.Errorf("too big: %w", kerr.MessageTooLarge))
 	var onErr error
 	err := f.rt.Write(context.Background(), 0, func(s *kvShard) (Result, error) {
 		return Result{
@@ -326,14 +378,11 @@ func TestRefusedAppendLeavesState(t *testing.T) {
 }
 
 func TestUnknownAppendOutcomeReloads(t *testing.T) {
-	host := memHost()
+	host := newHost(t)
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
-	l := host.log(0)
-	l.mu.Lock()
-	l.failAfter = fmt.Errorf("replication wait: %w", kerr.RequestTimedOut)
-	l.mu.Unlock()
+	plog(t, host, 0).FailAfterNextAppend(fmt.Errorf("replication wait: %w", kerr.RequestTimedOut))
 	applied := false
 	err := f.rt.Write(context.Background(), 0, func(s *kvShard) (Result, error) {
 		return Result{
@@ -355,9 +404,9 @@ func TestUnknownAppendOutcomeReloads(t *testing.T) {
 }
 
 func TestLeadershipLossUnloads(t *testing.T) {
-	host := memHost()
+	host := newHost(t)
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
 	// A request parked in the shard (like a JoinGroup waiting for a
 	// rebalance) fails with NOT_COORDINATOR when the shard unloads.
@@ -367,7 +416,7 @@ func TestLeadershipLossUnloads(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	host.lead(0, false, 1)
+	host.Lead(topic, 0, false, 1)
 	if err := <-waiter; !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("parked request: %v", err)
 	}
@@ -378,15 +427,13 @@ func TestLeadershipLossUnloads(t *testing.T) {
 }
 
 func TestFencedAppendStopsServing(t *testing.T) {
-	host := memHost()
+	host := newHost(t)
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
 	f.set(0, "a", "1")
 	// Leadership moves on without this runtime hearing of it yet.
-	host.mu.Lock()
-	host.leaders[0] = 2
-	host.mu.Unlock()
+	host.Fence(topic, 0, 2)
 	if err := f.rt.Write(context.Background(), 0, set("b", []byte("2"))); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("fenced write: %v", err)
 	}
@@ -394,19 +441,23 @@ func TestFencedAppendStopsServing(t *testing.T) {
 		t.Fatalf("write after fencing: %v", err)
 	}
 	// The host reports the new epoch: the partition reloads and serves.
-	host.lead(0, true, 2)
+	host.Lead(topic, 0, true, 2)
 	f.waitState(0, PartitionActive)
 	f.set(0, "c", "3")
 	if v, _ := f.get(0, "a"); v != "1" {
 		t.Fatalf("a = %q after the epoch change", v)
 	}
+	if _, ok := f.get(0, "b"); ok {
+		t.Fatalf("the fenced write is visible")
+	}
 }
 
 func TestRestartRestoresState(t *testing.T) {
-	host := memHost()
+	dir := t.TempDir()
+	host := coordinatortest.NewHost(dir, slog.New(slog.DiscardHandler))
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
-	host.lead(2, true, 1)
+	host.Lead(topic, 0, true, 1)
+	host.Lead(topic, 2, true, 1)
 	f.waitState(0, PartitionActive)
 	f.waitState(2, PartitionActive)
 	f.set(0, "a", "1")
@@ -425,9 +476,30 @@ func TestRestartRestoresState(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// An aborted one.
+	if err := f.rt.Write(context.Background(), 0, func(s *kvShard) (Result, error) {
+		return Result{Records: []Record{{Key: []byte("u"), Value: []byte("aborted")}}, Producer: &Producer{ID: 8, Epoch: 0},
+			Apply: func(int64) {}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rt.Write(context.Background(), 0, func(s *kvShard) (Result, error) {
+		m := Marker{ProducerID: 8, ProducerEpoch: 0, CoordinatorEpoch: 3, Commit: false}
+		return Result{Marker: &m, Apply: func(int64) { s.complete(m) }}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	f.rt.Close()
+	if err := host.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-	f2 := newFixture(t, host)
+	// A new node process over the same directory.
+	host2 := coordinatortest.NewHost(dir, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { host2.Close() })
+	host2.Lead(topic, 0, true, 2)
+	host2.Lead(topic, 2, true, 2)
+	f2 := newFixture(t, host2)
 	f2.waitState(0, PartitionActive)
 	f2.waitState(2, PartitionActive)
 	for _, c := range []struct {
@@ -438,12 +510,15 @@ func TestRestartRestoresState(t *testing.T) {
 			t.Errorf("after restart %d/%s = %q %v, want %q", c.p, c.k, v, ok, c.v)
 		}
 	}
+	if _, ok := f2.get(0, "u"); ok {
+		t.Errorf("aborted write visible after restart")
+	}
 }
 
 func TestTimers(t *testing.T) {
-	host := memHost()
+	host := newHost(t)
 	f := newFixture(t, host)
-	host.lead(0, true, 1)
+	host.Lead(topic, 0, true, 1)
 	f.waitState(0, PartitionActive)
 	fired := make(chan string, 4)
 	schedule := func(key string, d time.Duration, val string) {
@@ -477,7 +552,7 @@ func TestTimers(t *testing.T) {
 	}
 	// Unloading stops pending timers.
 	schedule("t3", time.Second, "never")
-	host.lead(0, false, 1)
+	host.Lead(topic, 0, false, 1)
 	f.waitGone(0)
 	deadline := time.Now().Add(10 * time.Second)
 	for f.clock.Pending() != 0 {
@@ -492,14 +567,14 @@ func TestTimers(t *testing.T) {
 }
 
 func TestEnsureTopicOnce(t *testing.T) {
-	host := memHost()
+	host := newHost(t)
 	f := newFixture(t, host)
 	for i := 0; i < 3; i++ {
 		if err := f.rt.EnsureTopic(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(host.ensured) != 1 || host.ensured[0].Name != "__test" || host.ensured[0].Partitions != 3 {
-		t.Fatalf("ensured %+v", host.ensured)
+	if ts := host.Topics(); len(ts) != 1 || ts[0].Name != topic || ts[0].Partitions != 3 {
+		t.Fatalf("ensured %+v", ts)
 	}
 }
