@@ -19,9 +19,9 @@ func TestEpochCacheAssignRules(t *testing.T) {
 		want   []EpochEntry
 	}{
 		{1, 0, []EpochEntry{{1, 0}}},
-		{1, 5, []EpochEntry{{1, 0}}},                 // same epoch, later offset: no change
-		{2, 10, []EpochEntry{{1, 0}, {2, 10}}},       // new epoch
-		{3, 10, []EpochEntry{{1, 0}, {3, 10}}},       // same start offset: replaces
+		{1, 5, []EpochEntry{{1, 0}}},           // same epoch, later offset: no change
+		{2, 10, []EpochEntry{{1, 0}, {2, 10}}}, // new epoch
+		{3, 10, []EpochEntry{{1, 0}, {3, 10}}}, // same start offset: replaces
 		{5, 20, []EpochEntry{{1, 0}, {3, 10}, {5, 20}}},
 		{4, 25, []EpochEntry{{1, 0}, {3, 10}, {4, 25}}}, // lower epoch: later entries go (Kafka)
 		{4, 15, []EpochEntry{{1, 0}, {3, 10}, {4, 15}}}, // same epoch, earlier offset: moves back
@@ -86,12 +86,12 @@ func TestEndOffsetForEpoch(t *testing.T) {
 		wantEpoch int32
 		wantOff   int64
 	}{
-		{-1, -1, -1},  // undefined epoch
-		{6, 6, 100},   // latest epoch: the log end
-		{7, -1, -1},   // above every epoch
-		{1, 1, 10},    // below the earliest: (requested, first start)
-		{2, 2, 20},    // known epoch: start of the next
-		{3, 2, 20},    // unknown between: the floor epoch, next start
+		{-1, -1, -1}, // undefined epoch
+		{6, 6, 100},  // latest epoch: the log end
+		{7, -1, -1},  // above every epoch
+		{1, 1, 10},   // below the earliest: (requested, first start)
+		{2, 2, 20},   // known epoch: start of the next
+		{3, 2, 20},   // unknown between: the floor epoch, next start
 		{5, 4, 30},
 	}
 	for _, tc := range cases {

@@ -352,9 +352,9 @@ func TestAbortedTransactionsAndLSO(t *testing.T) {
 		}
 		return info
 	}
-	mustAppend(mkBatch(t, plain(1, clk.Ms())), OriginClient)  // 0
-	a1 := mustAppend(txnBatch(7, 0), OriginClient)            // 1-2: pid 7 txn
-	mustAppend(txnBatch(8, 0), OriginClient)                  // 3-4: pid 8 txn
+	mustAppend(mkBatch(t, plain(1, clk.Ms())), OriginClient) // 0
+	a1 := mustAppend(txnBatch(7, 0), OriginClient)           // 1-2: pid 7 txn
+	mustAppend(txnBatch(8, 0), OriginClient)                 // 3-4: pid 8 txn
 	l.SetHighWatermark(l.LogEndOffset())
 	if lso := l.LastStableOffset(); lso != a1.FirstOffset {
 		t.Fatalf("lso %d, want %d", lso, a1.FirstOffset)

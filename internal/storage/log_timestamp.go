@@ -71,6 +71,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 				continue
 			}
 			mts, _, err := s.maxTimestamp()
+			if err == nil && s.base < logStart {
+				// Only the records from the log start on count.
+				mts, err = s.maxTimestampFrom(logStart, segEnd(s))
+			}
 			if err == nil && mts > bestTs {
 				if best != nil {
 					best.release()
@@ -155,4 +159,20 @@ func (s *segment) findOffsetByTimestamp(ts, startingOffset, end int64, maxDecomp
 		}
 	}
 	return TimestampOffset{}, false, sc.Err()
+}
+
+// maxTimestampFrom returns the largest max timestamp of the batches below end
+// that hold offsets >= from (-1 if none).
+func (s *segment) maxTimestampFrom(from, end int64) (int64, error) {
+	pos, _, found, err := s.translate(from, end)
+	if err != nil || !found {
+		return -1, err
+	}
+	sc := newHeaderScanner(s.log, pos, end)
+	defer sc.release()
+	mts := int64(-1)
+	for sc.next() {
+		mts = max(mts, sc.h.MaxTimestamp)
+	}
+	return mts, sc.Err()
 }
