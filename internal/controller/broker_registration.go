@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -133,6 +135,10 @@ func (c *Controller) registerBroker(req *kmsg.BrokerRegistrationRequest) (kmsg.R
 			resp.ErrorCode = codeOf(proposeError(err))
 			return nil
 		}
+		if err := c.ensureReplica(req); err != nil {
+			resp.ErrorCode = codeOf(proposeError(err))
+			return nil
+		}
 		s := c.sessions[req.BrokerID]
 		if s == nil || epoch == in.newEpoch {
 			s = &session{metadataOffset: -1, shutdownOffset: -1}
@@ -148,4 +154,47 @@ func (c *Controller) registerBroker(req *kmsg.BrokerRegistrationRequest) (kmsg.R
 		return errorResponse(req, err)
 	}
 	return resp, nil
+}
+
+// ensureReplica makes a registered broker that is not a controller a
+// non-voting member of the metadata quorum, so that the metadata log
+// reaches it: its raft address is its inter-broker listener (the server
+// tells raft from Kafka traffic on that port). Voters, and non-voters
+// already known at that address, are left alone. A failure is answered to
+// the broker, which registers again (the same incarnation keeps its epoch).
+func (c *Controller) ensureReplica(req *kmsg.BrokerRegistrationRequest) error {
+	servers, err := c.q.Servers()
+	if err != nil {
+		return err
+	}
+	addr := raftAddress(req, c.cfg.InterBrokerListenerName)
+	for _, s := range servers {
+		if s.ID == req.BrokerID && (s.Voter || s.Addr == addr) {
+			return nil
+		}
+	}
+	if addr == "" {
+		c.log.Warn("broker has no listener to replicate the metadata log to", "broker", req.BrokerID)
+		return nil
+	}
+	if err := c.q.AddNonVoter(req.BrokerID, addr); err != nil {
+		return err
+	}
+	c.log.Info("broker added to the metadata quorum as a non-voter", "broker", req.BrokerID, "addr", addr)
+	return nil
+}
+
+// raftAddress is the host:port of the broker's listener named listener,
+// else of its first listener ("" with none).
+func raftAddress(req *kmsg.BrokerRegistrationRequest, listener string) string {
+	for _, l := range req.Listeners {
+		if l.Name == listener {
+			return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+		}
+	}
+	if len(req.Listeners) > 0 {
+		l := req.Listeners[0]
+		return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+	}
+	return ""
 }

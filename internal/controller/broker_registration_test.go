@@ -16,7 +16,9 @@ func regReq(id int32, incarnation byte) *kmsg.BrokerRegistrationRequest {
 	r.ClusterID = "cluster-a"
 	r.IncarnationID = [16]byte{0: 0x22, 15: incarnation}
 	l := kmsg.NewBrokerRegistrationRequestListener()
-	l.Name, l.Host, l.Port, l.SecurityProtocol = "PLAINTEXT", "localhost", 9092, 0
+	// Port 1 on loopback refuses connections: a test broker added to the
+	// quorum as a non-voter is simply unreachable.
+	l.Name, l.Host, l.Port, l.SecurityProtocol = "PLAINTEXT", "127.0.0.1", 1, 0
 	r.Listeners = append(r.Listeners, l)
 	r.Rack = ptr("rack-a")
 	f := kmsg.NewBrokerRegistrationRequestFeature()
@@ -35,7 +37,7 @@ func TestRegisterBroker(t *testing.T) {
 	}
 	img = apply(t, img, recs...)
 	b, ok := img.Broker(1)
-	if !ok || !b.Fenced || b.Epoch != 42 || b.Rack != "rack-a" || len(b.Endpoints) != 1 || b.Endpoints[0].Port != 9092 {
+	if !ok || !b.Fenced || b.Epoch != 42 || b.Rack != "rack-a" || len(b.Endpoints) != 1 || b.Endpoints[0].Port != 1 {
 		t.Fatalf("registration %+v: want fenced, epoch 42, rack and listener", b)
 	}
 

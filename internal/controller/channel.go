@@ -30,11 +30,15 @@ type Channel struct {
 	clientID string
 	log      *slog.Logger
 
-	mu      sync.Mutex
-	conn    *wire.Conn
-	addr    string
-	changed chan struct{} // closed and replaced on every leadership change
-	closed  bool
+	// voters are tried in turn while the quorum knows no leader.
+	voters []string
+
+	mu        sync.Mutex
+	nextVoter int
+	conn      *wire.Conn
+	addr      string
+	changed   chan struct{} // closed and replaced on every leadership change
+	closed    bool
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -51,10 +55,22 @@ const (
 // ErrChannelClosed is returned by Send after Close.
 var ErrChannelClosed = errors.New("controller channel closed")
 
+// ChannelOption configures a Channel.
+type ChannelOption func(*Channel)
+
+// WithVoters gives the channel the voters' addresses (controller.quorum.voters:
+// their controller listeners), which it tries in turn while its quorum
+// member knows no leader. A broker-only node needs them: its member learns
+// the leader only once the active controller has added it to the quorum,
+// which its registration does.
+func WithVoters(addrs ...string) ChannelOption {
+	return func(c *Channel) { c.voters = append([]string(nil), addrs...) }
+}
+
 // NewChannel returns a channel that finds the active controller through q.
 // local is this node's controller, or nil on a broker-only node. clientID is
 // sent in the header of remote requests.
-func NewChannel(q *quorum.Quorum, local *Controller, clientID string, logger *slog.Logger) *Channel {
+func NewChannel(q *quorum.Quorum, local *Controller, clientID string, logger *slog.Logger, opts ...ChannelOption) *Channel {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -63,6 +79,9 @@ func NewChannel(q *quorum.Quorum, local *Controller, clientID string, logger *sl
 		log:     logger.With("component", "controller-channel"),
 		changed: make(chan struct{}),
 		closing: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	changes := q.LeaderChanges()
 	c.wg.Add(1)
@@ -187,15 +206,21 @@ var errNoLeader = errors.New("no metadata quorum leader known")
 // the leader's address.
 func (c *Channel) try(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if c.local != nil && c.local.IsActive() {
-		return c.local.Handle(ctx, req)
+		return c.local.handleLocal(ctx, req)
 	}
 	id, addr, ok := c.q.Leader()
 	if !ok {
-		return nil, errNoLeader
+		if len(c.voters) == 0 {
+			return nil, errNoLeader
+		}
+		c.mu.Lock()
+		id, addr = -1, c.voters[c.nextVoter%len(c.voters)]
+		c.nextVoter++
+		c.mu.Unlock()
 	}
 	if c.local != nil && id == c.local.nodeID {
 		// This node leads but its controller has not caught up yet.
-		return c.local.Handle(ctx, req)
+		return c.local.handleLocal(ctx, req)
 	}
 	conn, err := c.connTo(ctx, addr)
 	if err != nil {

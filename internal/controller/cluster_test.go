@@ -1,13 +1,16 @@
 package controller
 
 import (
+	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/quorum"
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
@@ -165,4 +168,60 @@ func TestInternalTopicTag(t *testing.T) {
 	if _, ok := leader.q.Image().Topic(OffsetsTopic); ok {
 		t.Fatal("a client created an internal topic")
 	}
+}
+
+// TestBrokerOnlyNodeJoinsThroughRegistration starts one controller and one
+// broker-only node. The broker's quorum member knows no leader until it is
+// added, so its Channel reaches the controller through the configured
+// voter; registering adds it as a non-voter at its listener's address, the
+// metadata log then reaches it, and it gets unfenced once caught up.
+func TestBrokerOnlyNodeJoinsThroughRegistration(t *testing.T) {
+	c := newMixedCluster(t, 1, 1, nil)
+	ctlNode := c.start(1)
+	c.active()
+	brk := c.startMember(2)
+	if _, _, ok := brk.q.Leader(); ok {
+		t.Fatal("a node that was never added knows the leader")
+	}
+	ch := NewChannel(brk.q, nil, "broker-2", c.log, WithVoters(ctlNode.addr()))
+	defer ch.Close()
+
+	req := regReq(2, 2)
+	host, port := splitHostPort(t, brk.addr())
+	req.Listeners[0].Host, req.Listeners[0].Port = host, port
+	reg := send[*kmsg.BrokerRegistrationResponse](t, ch.Send, req)
+	if reg.ErrorCode != 0 {
+		t.Fatalf("registration: code %d", reg.ErrorCode)
+	}
+	servers, err := ctlNode.q.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(servers, func(s quorum.Server) bool { return s.ID == 2 }); i < 0 || servers[i].Voter || servers[i].Addr != brk.addr() {
+		t.Fatalf("quorum servers %+v: want node 2 as a non-voter at %s", servers, brk.addr())
+	}
+	waitFor(t, 10*time.Second, "the broker's member to replicate its registration", func() bool {
+		b, ok := brk.q.Image().Broker(2)
+		return ok && b.Epoch == reg.BrokerEpoch
+	})
+	waitFor(t, 10*time.Second, "broker 2 unfenced", func() bool {
+		hb := send[*kmsg.BrokerHeartbeatResponse](t, ch.Send, hbReq(2, reg.BrokerEpoch, int64(brk.q.AppliedOffset()), false, false))
+		return hb.ErrorCode == 0 && !hb.IsFenced
+	})
+	if id, _, ok := brk.q.Leader(); !ok || id != 1 {
+		t.Fatalf("broker's member does not know the leader: %d %v", id, ok)
+	}
+}
+
+func splitHostPort(t *testing.T, addr string) (string, uint16) {
+	t.Helper()
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, uint16(n)
 }

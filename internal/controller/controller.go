@@ -286,6 +286,14 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 	return c.serve(ctx, req, false)
 }
 
+// handleLocal serves a request from a Channel of this node. Channel.Send
+// strips the internal-topic tag from everything it forwards, so a tagged
+// CreateTopics here comes from Channel.CreateInternalTopic.
+func (c *Controller) handleLocal(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	ct, ok := req.(*kmsg.CreateTopicsRequest)
+	return c.serve(ctx, req, ok && hasInternalTag(ct))
+}
+
 // APIs returns the APIs the controller listener serves.
 func (c *Controller) APIs() []wire.API {
 	apis := make([]wire.API, 0, len(servedAPIs))

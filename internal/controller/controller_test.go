@@ -131,6 +131,19 @@ func TestControllerSingleNode(t *testing.T) {
 	if _, err := ctl.CreateInternalTopic(testCtx(t), "orders", 1, nil); err == nil {
 		t.Fatal("CreateInternalTopic accepted a non-internal topic")
 	}
+	// Through a Channel on the active node (the local path).
+	ch := NewChannel(nd.q, ctl, "local", c.log)
+	defer ch.Close()
+	if _, err := ch.CreateInternalTopic(testCtx(t), MirrorStateTopic, 3, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatalf("internal topic through the local channel: %v", err)
+	}
+	if mt, ok := nd.q.Image().Topic(MirrorStateTopic); !ok || len(mt.Partitions) != 3 {
+		t.Fatalf("mirror state topic %+v", mt)
+	}
+	tagged := internalTopicRequest(TransactionStateTopic, 1, nil)
+	tagged.UnknownTags.Set(internalTopicTag, []byte{1})
+	tr := send[*kmsg.CreateTopicsResponse](t, ch.Send, tagged)
+	wantCode(t, "tag through Send", tr.Topics[0].ErrorCode, tr.Topics[0].ErrorMessage, kerr.InvalidRequest, "internal topic")
 
 	// Mirror names.
 	wantErr(t, "mirror name", ctl.SetMirrorNames(testCtx(t), map[string]string{"orders": "m"}), nil)

@@ -95,19 +95,27 @@ type testCluster struct {
 	conns  map[net.Conn]bool
 }
 
-// newTestCluster makes n nodes' listeners (not started). Session timeouts
-// use the fake clock.
+// newTestCluster makes n voters' listeners (not started). Session
+// timeouts use the fake clock.
 func newTestCluster(t *testing.T, n int, overrides map[string]string) *testCluster {
+	return newMixedCluster(t, n, 0, overrides)
+}
+
+// newMixedCluster makes listeners for voters 1..voters and broker-only
+// nodes voters+1..voters+others (not started).
+func newMixedCluster(t *testing.T, voters, others int, overrides map[string]string) *testCluster {
 	c := &testCluster{t: t, log: testLogger(t), clock: newFakeClock(), overrides: overrides,
 		nodes: map[int32]*node{}, conns: map[net.Conn]bool{}}
-	for i := int32(1); i <= int32(n); i++ {
+	for i := int32(1); i <= int32(voters+others); i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		nd := &node{id: i, dir: t.TempDir(), ln: ln}
 		c.nodes[i] = nd
-		c.voters = append(c.voters, quorum.Voter{ID: i, Addr: nd.addr()})
+		if i <= int32(voters) {
+			c.voters = append(c.voters, quorum.Voter{ID: i, Addr: nd.addr()})
+		}
 		c.wg.Add(1)
 		go c.accept(nd)
 	}
@@ -224,6 +232,25 @@ func (c *testCluster) serveKafka(nd *node, conn net.Conn, r io.Reader) {
 			return
 		}
 	}
+}
+
+// startMember opens node id's quorum member only: a broker-only node,
+// which waits to be added as a non-voter.
+func (c *testCluster) startMember(id int32) *node {
+	c.t.Helper()
+	nd := c.nodes[id]
+	s := quorum.NewStreamLayer(nd.ln.Addr())
+	nd.stream.Store(s)
+	q, err := quorum.Open(quorum.Config{
+		NodeID: id, Dir: nd.dir, Voters: c.voters, AdvertiseAddr: nd.addr(), Stream: s, Logger: c.log,
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 300 * time.Millisecond, CommitTimeout: 10 * time.Millisecond,
+	})
+	if err != nil {
+		c.t.Fatalf("open quorum of node %d: %v", id, err)
+	}
+	nd.q = q
+	return nd
 }
 
 // start opens node id's quorum member and starts its controller.
