@@ -67,9 +67,11 @@ func configDefinition(res metadata.ConfigResource, name string) (config.Definiti
 //
 // Topic configs: mirror.name is refused (only SetMirrorNames changes it),
 // and the configs the topic ends up with must pass
-// config.ValidateTopicConfigs. Broker configs: a read-only config, or a
-// per-broker config set as the cluster default, is INVALID_REQUEST as in
-// Kafka; the values set must pass config.ValidateBrokerConfigs.
+// config.ValidateTopicConfigs (INVALID_CONFIG otherwise). Broker configs:
+// the values set must pass config.ValidateBrokerConfigs, which also refuses
+// read-only configs, per-broker configs set as the cluster default and
+// (unlike Kafka, which ignores them) unknown names; like Kafka, every such
+// failure is INVALID_REQUEST.
 func configRecords(img *metadata.Image, res metadata.ConfigResource, changes map[string]*string) ([]metadata.Record, error) {
 	current := img.Configs(res)
 	names := slices.Sorted(maps.Keys(changes))
@@ -101,7 +103,7 @@ func configRecords(img *metadata.Image, res metadata.ConfigResource, changes map
 				// is not set is a mistake.
 				if _, had := current[n]; !had {
 					if _, known := configDefinition(res, n); !known {
-						return nil, errf(kerr.InvalidConfig, "%s: unknown broker config", n)
+						return nil, errf(kerr.InvalidRequest, "%s: unknown broker config", n)
 					}
 				}
 				continue
@@ -123,7 +125,9 @@ func configRecords(img *metadata.Image, res metadata.ConfigResource, changes map
 			return nil, errf(kerr.InvalidRequest, "Invalid config value for resource %s: Cannot update these configs at default cluster level, broker id must be specified: %s", res, strings.Join(notDefault, ","))
 		}
 		if err := config.ValidateBrokerConfigs(set, perBroker); err != nil {
-			return nil, err
+			// Kafka answers a broker config that does not validate with
+			// INVALID_REQUEST (KAFKA-13609 keeps it for compatibility).
+			return nil, errf(kerr.InvalidRequest, "%v", err)
 		}
 	}
 	var recs []metadata.Record

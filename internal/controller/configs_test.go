@@ -88,8 +88,9 @@ func TestIncrementalAlterConfigsRejects(t *testing.T) {
 		{"append invalid element", incr(topicT, "t", op(appendOp, "cleanup.policy", ptr("shred"))), kerr.InvalidConfig, "cleanup.policy"},
 		{"read-only broker config", incr(brokerT, "1", op(set, "log.dirs", ptr("/x"))), kerr.InvalidRequest, "Cannot update these configs dynamically: log.dirs"},
 		{"per-broker config as default", incr(brokerT, "", op(set, "ssl.key.location", ptr("/k.pem"))), kerr.InvalidRequest, "default cluster level"},
-		{"unknown broker config", incr(brokerT, "1", op(set, "no.such.config", ptr("1"))), kerr.InvalidConfig, "no.such.config"},
-		{"bad broker value", incr(brokerT, "", op(set, "log.cleaner.threads", ptr("many"))), kerr.InvalidConfig, "log.cleaner.threads"},
+		{"unknown broker config", incr(brokerT, "1", op(set, "no.such.config", ptr("1"))), kerr.InvalidRequest, "no.such.config"},
+		{"unknown broker config deleted", incr(brokerT, "1", op(del, "no.such.config", nil)), kerr.InvalidRequest, "no.such.config"},
+		{"bad broker value", incr(brokerT, "", op(set, "log.cleaner.threads", ptr("many"))), kerr.InvalidRequest, "log.cleaner.threads"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, resp := decideIncrementalAlterConfigs(testView(t, img, nil), incrReq(tc.res))
