@@ -61,8 +61,8 @@ type joinDelay struct {
 	remaining time.Duration
 }
 
-// New returns an Empty group with no members and generation 0.
-func New(id string, now time.Time) *Group {
+// NewGroup returns an Empty group with no members and generation 0.
+func NewGroup(id string, now time.Time) *Group {
 	return &Group{id: id, state: Empty, stateTime: now}
 }
 

@@ -33,7 +33,7 @@ func newRunner(t *testing.T, cfg MachineConfig) *runner {
 	t.Helper()
 	start := time.Unix(1_700_000_000, 0)
 	return &runner{
-		t: t, cfg: cfg, g: New("g", start), start: start, now: start,
+		t: t, cfg: cfg, g: NewGroup("g", start), start: start, now: start,
 		timers: map[TimerKey]time.Time{}, replies: map[RequestID]Reply{},
 	}
 }

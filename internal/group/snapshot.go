@@ -62,13 +62,11 @@ func (g *Group) Snapshot() Snapshot {
 // any. Member sessions start with a LoadedEvent. A snapshot whose members
 // have no protocol, or repeat an id or an instance id, is refused.
 func Restore(id string, s Snapshot, now time.Time) (*Group, error) {
-	g := New(id, now).clone()
+	g := NewGroup(id, now).clone()
 	g.protocolType = s.ProtocolType
 	g.protocol = s.Protocol
 	g.generation = s.Generation
-	if !s.StateTime.IsZero() {
-		g.stateTime = s.StateTime
-	}
+	g.stateTime = s.StateTime // zero when the record predates state timestamps
 	if len(s.Members) == 0 {
 		g.protocol = ""
 		g.subscribed = (&tx{g: g}).computeSubscribed()
