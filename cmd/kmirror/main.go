@@ -3,13 +3,23 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 )
 
 func main() {
-	if err := rootCmd.Execute(); err != nil {
+	os.Exit(run(context.Background(), os.Args[1:]))
+}
+
+// run executes the command line and returns the process exit status: 0 on
+// success, 1 on an error (printed to stderr). `kmirror server` exits 130 or
+// 143 by itself on a second SIGINT or SIGTERM.
+func run(ctx context.Context, args []string) int {
+	rootCmd.SetArgs(args)
+	if err := rootCmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
