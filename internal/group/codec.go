@@ -103,8 +103,8 @@ func DecodeOffsetValue(b []byte) (OffsetCommit, error) {
 	if v.Version >= 3 {
 		o.LeaderEpoch = v.LeaderEpoch
 	}
-	if v.Version == 1 {
-		o.ExpireTime = v.ExpireTimestamp
+	if v.Version == 1 && v.ExpireTimestamp >= 0 {
+		o.ExpireTime = v.ExpireTimestamp // -1 (and nonsense below it) means none
 	}
 	return o, nil
 }
