@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kmirror/kmirror/internal/broker"
+)
+
+// startBroker starts the broker over the node's logs and metadata, registers
+// it with the controller, waits until the controller unfences it, and then
+// serves the broker's APIs on every listener that is not a controller
+// listener (Kafka too opens its client listeners only once unfenced).
+func (n *Node) startBroker(ctx context.Context) error {
+	b, err := broker.New(broker.Config{
+		NodeID: n.cfg.NodeID,
+		Cfg:    n.cfg,
+		Logger: n.log,
+		Now:    n.opts.now,
+	}, broker.Deps{
+		Logs:       n.logs,
+		Metadata:   n.quorum,
+		Controller: n.channel,
+		ClusterID:  n.clusterID,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	n.broker = b
+	if err := b.Start(ctx); err != nil {
+		return fmt.Errorf("start broker: %w", err)
+	}
+
+	dirIDs, err := logDirIDs(n.cfg.LogDirs)
+	if err != nil {
+		return err
+	}
+	n.life, err = newLifecycle(n.cfg, n.clusterID, n.channel, n.quorum, dirIDs, n.log.With("component", "lifecycle"))
+	if err != nil {
+		return err
+	}
+	lifeCtx, cancel := context.WithCancel(context.Background())
+	n.lifeCancel, n.lifeDone = cancel, make(chan struct{})
+	go func() {
+		defer close(n.lifeDone)
+		n.life.run(lifeCtx)
+	}()
+	select {
+	case <-n.life.unfenced:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the controller to unfence broker %d: %w", n.cfg.NodeID, ctx.Err())
+	}
+
+	for _, l := range n.net.listeners {
+		if slices.Contains(n.cfg.ControllerListenerNames, l.name) {
+			continue
+		}
+		if err := l.ep.enable(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
