@@ -198,4 +198,3 @@ func TestShutdownDuringStartAbortsIt(t *testing.T) {
 		t.Fatal("Start did not end after Shutdown")
 	}
 }
-
