@@ -14,8 +14,8 @@ const controlledShutdownTimeout = 30 * time.Second
 // Shutdown stops the node gracefully: it stops accepting connections, runs
 // the broker's controlled shutdown (heartbeats asking to shut down until the
 // controller has moved leadership away, at most 30 s), closes client
-// connections, then stops the broker, the log manager (clean-shutdown
-// markers, producer snapshots, checkpoints), the controller and the quorum.
+// connections, then stops the broker, the controller, the quorum and last
+// the log manager (clean-shutdown markers, producer snapshots, checkpoints).
 //
 // If ctx ends, or Shutdown is called again, the remaining waits are skipped
 // and the node stops as fast as it can; a second call returns when the first
@@ -91,14 +91,16 @@ func (n *Node) teardown(hurry bool) error {
 			errs = append(errs, fmt.Errorf("close controller: %w", err))
 		}
 	}
-	if n.logs != nil {
-		if err := n.logs.Shutdown(); err != nil {
-			errs = append(errs, fmt.Errorf("shut down log manager: %w", err))
-		}
-	}
+	// The quorum stops before the logs: publishers (the broker's replica
+	// manager) must not get metadata to apply to closed logs.
 	if n.quorum != nil {
 		if err := n.quorum.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close metadata quorum: %w", err))
+		}
+	}
+	if n.logs != nil {
+		if err := n.logs.Shutdown(); err != nil {
+			errs = append(errs, fmt.Errorf("shut down log manager: %w", err))
 		}
 	}
 	if n.stream != nil {

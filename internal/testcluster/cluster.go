@@ -106,11 +106,13 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 			t.Fatalf("KMIRROR_TEST_LOG=%q: %v", env, err)
 		}
 	}
+	// The directory first: cleanups run last-in first-out, and the nodes
+	// must stop before their directories are removed.
+	base := t.TempDir()
 	c := &Cluster{t: t, clusterID: storage.NewDirectoryID(), opts: o, log: newTestLog(t)}
 	t.Cleanup(c.shutdown)
 
 	// Bind every port first: each node's config names every voter.
-	base := t.TempDir()
 	lns := map[int32][2]net.Listener{}
 	for i := 1; i <= o.nodes; i++ {
 		id := int32(i)
