@@ -1,12 +1,12 @@
 package group
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"strconv"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/coordinator"
 )
 
@@ -52,61 +52,23 @@ func DefaultConfig() Config {
 	}
 }
 
-// ConfigFromProperties returns the defaults overridden by the settings in
-// props that the group coordinator knows (Kafka's names); other keys are
-// ignored. A value that does not parse or is out of range is an error
-// naming the key.
-func ConfigFromProperties(props map[string]string) (Config, error) {
+// FromBrokerConfig returns the group coordinator's settings from the
+// node's configuration (Kafka's names; offset.metadata.max.bytes, which
+// the node configuration does not carry, keeps Kafka's default).
+func FromBrokerConfig(bc *config.Config) Config {
 	c := DefaultConfig()
-	type setter struct {
-		min int64
-		set func(int64)
-	}
-	ms := func(d *time.Duration, unit time.Duration) func(int64) {
-		return func(v int64) { *d = time.Duration(v) * unit }
-	}
-	setters := map[string]setter{
-		"offsets.topic.num.partitions":        {1, func(v int64) { c.OffsetsTopicPartitions = int32(v) }},
-		"offsets.topic.replication.factor":    {1, func(v int64) { c.OffsetsTopicReplicationFactor = int16(v) }},
-		"offsets.topic.segment.bytes":         {1, func(v int64) { c.OffsetsTopicSegmentBytes = int32(v) }},
-		"offsets.retention.minutes":           {1, ms(&c.OffsetsRetention, time.Minute)},
-		"offsets.retention.check.interval.ms": {1, ms(&c.OffsetsRetentionCheckInterval, time.Millisecond)},
-		"offset.metadata.max.bytes":           {0, func(v int64) { c.OffsetMetadataMaxBytes = int(v) }},
-		"offsets.commit.timeout.ms":           {1, ms(&c.OffsetsCommitTimeout, time.Millisecond)},
-		"offsets.load.buffer.size":            {1, func(v int64) { c.OffsetsLoadBufferSize = int(v) }},
-		"group.min.session.timeout.ms":        {0, ms(&c.GroupMinSessionTimeout, time.Millisecond)},
-		"group.max.session.timeout.ms":        {0, ms(&c.GroupMaxSessionTimeout, time.Millisecond)},
-		"group.initial.rebalance.delay.ms":    {0, ms(&c.GroupInitialRebalanceDelay, time.Millisecond)},
-		"group.max.size":                      {1, func(v int64) { c.GroupMaxSize = int(v) }},
-	}
-	limits := map[string]int64{
-		"offsets.topic.num.partitions":     math.MaxInt32,
-		"offsets.topic.replication.factor": math.MaxInt16,
-		"offsets.topic.segment.bytes":      math.MaxInt32,
-		"group.max.size":                   math.MaxInt32,
-		"offsets.load.buffer.size":         math.MaxInt32,
-		"offset.metadata.max.bytes":        math.MaxInt32,
-	}
-	for k, s := range setters {
-		raw, ok := props[k]
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil {
-			return Config{}, fmt.Errorf("%s: %q is not an integer", k, raw)
-		}
-		hi, bounded := limits[k]
-		if v < s.min || (bounded && v > hi) {
-			return Config{}, fmt.Errorf("%s: %d is out of range", k, v)
-		}
-		s.set(v)
-	}
-	if c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
-		return Config{}, fmt.Errorf("group.min.session.timeout.ms %v exceeds group.max.session.timeout.ms %v",
-			c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
-	}
-	return c, nil
+	c.OffsetsTopicPartitions = bc.OffsetsTopicNumPartitions
+	c.OffsetsTopicReplicationFactor = bc.OffsetsTopicReplicationFactor
+	c.OffsetsTopicSegmentBytes = bc.OffsetsTopicSegmentBytes
+	c.OffsetsRetention = time.Duration(bc.OffsetsRetentionMinutes) * time.Minute
+	c.OffsetsRetentionCheckInterval = time.Duration(bc.OffsetsRetentionCheckIntervalMs) * time.Millisecond
+	c.OffsetsCommitTimeout = time.Duration(bc.OffsetsCommitTimeoutMs) * time.Millisecond
+	c.OffsetsLoadBufferSize = int(bc.OffsetsLoadBufferSize)
+	c.GroupMinSessionTimeout = time.Duration(bc.GroupMinSessionTimeoutMs) * time.Millisecond
+	c.GroupMaxSessionTimeout = time.Duration(bc.GroupMaxSessionTimeoutMs) * time.Millisecond
+	c.GroupInitialRebalanceDelay = time.Duration(bc.GroupInitialRebalanceDelayMs) * time.Millisecond
+	c.GroupMaxSize = int(bc.GroupMaxSize)
+	return c
 }
 
 func (c *Config) machine() MachineConfig {
