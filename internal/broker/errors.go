@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -32,19 +33,33 @@ func errorCode(err error) int16 {
 }
 
 // errorMessage is the ErrorMessage a response carries for err (nil for no
-// error). The message says what failed and why; it names no file paths
-// beyond the partition.
+// error): what failed and why, without the generic text of the Kafka error
+// code, which the client already knows from the code.
 func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
 	s := err.Error()
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		s = strings.TrimSuffix(s, ": "+ke.Error())
+	}
 	return &s
 }
 
+// codeError is an error with a message of its own that unwraps to the
+// Kafka error to answer.
+type codeError struct {
+	msg  string
+	code *kerr.Error
+}
+
+func (e *codeError) Error() string { return e.msg }
+func (e *codeError) Unwrap() error { return e.code }
+
 // errf builds an error wrapping a Kafka error with a message.
 func errf(code *kerr.Error, format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), code)
+	return &codeError{msg: fmt.Sprintf(format, args...), code: code}
 }
 
 // recordIndexer is implemented by append errors that know which record of
