@@ -4,11 +4,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kmirror/kmirror/internal/testcluster"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// startCluster starts the cluster the CLI tests talk to and returns its
-// bootstrap address list. The cluster is closed when the test ends.
+// startNode starts an in-process single-node kmirror for a CLI test and
+// returns its bootstrap address list. The node stops when the test ends.
+func startNode(t *testing.T, opts ...testcluster.Option) string {
+	t.Helper()
+	return testcluster.Start(t, opts...).Bootstrap()
+}
+
+// startCluster starts franz-go's fake cluster (kfake) instead: for the tests
+// that check the CLI against a Kafka implementation other than ours, and for
+// those that need what kmirror does not serve yet (transactions; consumer
+// groups until the group coordinator is wired into the server).
 func startCluster(t *testing.T) string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))

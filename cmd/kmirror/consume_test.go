@@ -31,7 +31,7 @@ func produceRecords(t *testing.T, bs string, opts []kgo.Opt, recs ...*kgo.Record
 }
 
 func TestConsumeFromBeginning(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "c", "--partitions", "1", "--bootstrap-server", bs)
 	produceRecords(t, bs, nil,
 		&kgo.Record{Topic: "c", Key: []byte("k1"), Value: []byte("one")},
@@ -63,7 +63,7 @@ func TestConsumeFromBeginning(t *testing.T) {
 }
 
 func TestConsumeJSON(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "j", "--partitions", "1", "--bootstrap-server", bs)
 	ts := time.UnixMilli(1_700_000_000_123)
 	produceRecords(t, bs, nil,
@@ -89,7 +89,7 @@ func TestConsumeJSON(t *testing.T) {
 }
 
 func TestConsumePartitionAndOffset(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "po", "--partitions", "3", "--bootstrap-server", bs)
 	var recs []*kgo.Record
 	for p := range int32(3) {
@@ -127,7 +127,7 @@ func TestConsumePartitionAndOffset(t *testing.T) {
 }
 
 func TestConsumeIdleTimeoutStops(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "idle", "--partitions", "2", "--bootstrap-server", bs)
 	produceRecords(t, bs, nil, &kgo.Record{Topic: "idle", Value: []byte("only")})
 	start := time.Now()
@@ -141,7 +141,7 @@ func TestConsumeIdleTimeoutStops(t *testing.T) {
 }
 
 func TestConsumeDefaultsToNewRecords(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "latest", "--partitions", "1", "--bootstrap-server", bs)
 	produceRecords(t, bs, nil, &kgo.Record{Topic: "latest", Value: []byte("old")})
 
@@ -175,6 +175,7 @@ func TestConsumeDefaultsToNewRecords(t *testing.T) {
 }
 
 func TestConsumeReadCommitted(t *testing.T) {
+	// kfake: kmirror has no transaction coordinator yet.
 	bs := startCluster(t)
 	mustRun(t, "", "topic", "create", "txn", "--partitions", "1", "--bootstrap-server", bs)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.TransactionalID("cli-test"), kgo.DefaultProduceTopic("txn"))
@@ -214,7 +215,7 @@ func TestConsumeReadCommitted(t *testing.T) {
 }
 
 func TestConsumeRejectsBadInput(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "three", "--partitions", "3", "--bootstrap-server", bs)
 	for _, tc := range []struct {
 		args []string
@@ -237,7 +238,7 @@ func TestConsumeRejectsBadInput(t *testing.T) {
 
 // The JSON lines must stay parseable one at a time by a streaming reader.
 func TestConsumeJSONLinesStream(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "s", "--partitions", "1", "--bootstrap-server", bs)
 	var recs []*kgo.Record
 	for i := range 50 {
@@ -263,7 +264,7 @@ func TestConsumeJSONLinesStream(t *testing.T) {
 // command's context (what SIGINT does) ends an unbounded consume cleanly,
 // with what it printed so far and the summary.
 func TestConsumeStopsWhenCancelled(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "ctrlc", "--partitions", "1", "--bootstrap-server", bs)
 	produceRecords(t, bs, nil, &kgo.Record{Topic: "ctrlc", Value: []byte("first")})
 

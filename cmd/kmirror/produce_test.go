@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/testcluster"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -39,7 +40,7 @@ func readAll(t *testing.T, bs, topic string, want int) []*kgo.Record {
 }
 
 func TestProduceLinesWithKeys(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "kv", "--partitions", "3", "--bootstrap-server", bs)
 
 	var in strings.Builder
@@ -78,7 +79,7 @@ func TestProduceLinesWithKeys(t *testing.T) {
 }
 
 func TestProduceEveryCompressionAndAcks(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "codecs", "--partitions", "1", "--bootstrap-server", bs)
 	var want []string
 	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
@@ -103,7 +104,7 @@ func TestProduceEveryCompressionAndAcks(t *testing.T) {
 }
 
 func TestProduceToOnePartition(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "p", "--partitions", "4", "--bootstrap-server", bs)
 	mustRun(t, "a\nb\nc\n", "produce", "p", "--partition", "2", "--bootstrap-server", bs)
 	for i, rec := range readAll(t, bs, "p", 3) {
@@ -119,7 +120,7 @@ func TestProduceToOnePartition(t *testing.T) {
 }
 
 func TestProduceRejectsBadInput(t *testing.T) {
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "bad", "--partitions", "1", "--bootstrap-server", bs)
 
 	// A line without the separator stops the command; the lines before it
@@ -156,12 +157,30 @@ func TestTrimEOL(t *testing.T) {
 }
 
 func TestProduceToMissingTopicFails(t *testing.T) {
-	bs := startCluster(t) // auto-creation is off
+	bs := startNode(t, testcluster.Config("auto.create.topics.enable", "false"))
 	f := mustFail(t, "x\n", "produce", "missing", "--bootstrap-server", bs)
 	if !strings.Contains(f.err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") || !strings.Contains(f.err.Error(), "missing") {
 		t.Fatalf("error = %v", f.err)
 	}
 	if !strings.Contains(f.stderr, "produced 0 records") {
 		t.Fatalf("summary = %q", f.stderr)
+	}
+}
+
+// With Kafka's default auto.create.topics.enable=true, producing to a new
+// topic creates it, as with Kafka's console producer.
+func TestProduceAutoCreatesTopic(t *testing.T) {
+	bs := startNode(t)
+	r := mustRun(t, "a\nb\n", "produce", "fresh", "--bootstrap-server", bs)
+	if !strings.Contains(r.stderr, "produced 2 records") {
+		t.Fatalf("summary = %q", r.stderr)
+	}
+	var got []string
+	for _, rec := range readAll(t, bs, "fresh", 2) {
+		got = append(got, string(rec.Value))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("read back %q", got)
 	}
 }
