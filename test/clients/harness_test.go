@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/testcluster"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,15 +20,11 @@ import (
 // fails its test instead of the whole run.
 const toolTimeout = 2 * time.Minute
 
-// startBroker starts the broker under test and returns its bootstrap address.
+// startBroker starts an in-process single-node kmirror on 127.0.0.1 and
+// returns its bootstrap address; it stops when the test ends.
 func startBroker(t *testing.T) string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return strings.Join(c.ListenAddrs(), ",")
+	return testcluster.Start(t).Bootstrap()
 }
 
 // requireTool returns the path of an external program, failing the test (not
