@@ -147,7 +147,7 @@ func run(o options) error {
 			if name == "raw" {
 				continue
 			}
-			t, err := startTarget(name, o, r, logger)
+			t, err := startTarget(name, o, r)
 			if err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ func run(o options) error {
 }
 
 // startTarget starts broker name for run r.
-func startTarget(name string, o options, r int, logger *slog.Logger) (target, error) {
+func startTarget(name string, o options, r int) (target, error) {
 	switch name {
 	case "kfake":
 		return startKfake()
@@ -177,7 +177,8 @@ func startTarget(name string, o options, r int, logger *slog.Logger) (target, er
 		if o.kmirrorAddr != "" {
 			return externalTarget{o.kmirrorAddr}, nil
 		}
-		return startKmirror(fmt.Sprintf("%s/kmirror-run%d", o.dir, r), logger)
+		quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		return startKmirror(fmt.Sprintf("%s/kmirror-run%d", o.dir, r), quiet)
 	}
 	return nil, fmt.Errorf("unknown target %q", name)
 }
