@@ -35,13 +35,6 @@ func createTopic(t testing.TB, adm *kadm.Client, topic string, partitions int32,
 	}
 }
 
-// recordKey identifies a record by partition and its sequence number within
-// the partition, as produced by the tests.
-type recordKey struct {
-	partition int32
-	seq       int
-}
-
 // value is the value of record seq of partition p of topic.
 func value(topic string, p int32, seq int) string {
 	return fmt.Sprintf("%s/%d/%08d", topic, p, seq)
@@ -84,3 +77,6 @@ func keys[K comparable, V any](m map[K]V) []K {
 	}
 	return out
 }
+
+// newAdmin wraps cl in an admin client.
+func newAdmin(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,8 +59,8 @@ type lifecycle struct {
 	meta metadataProgress
 	log  *slog.Logger
 
-	unfenced       chan struct{} // closed the first time the controller unfences the broker
-	unfencedOnce   sync.Once
+	epoch atomic.Int64 // of the current registration, -1 before the first
+
 	shutdownAsk    chan struct{} // closed to begin the controlled shutdown
 	shutdownOnce   sync.Once
 	shutdownDone   chan struct{} // closed when the controller says ShouldShutDown
@@ -78,10 +79,10 @@ func newLifecycle(cfg *config.Config, clusterID string, ctl controllerClient, me
 		ctl:          ctl,
 		meta:         meta,
 		log:          log,
-		unfenced:     make(chan struct{}),
 		shutdownAsk:  make(chan struct{}),
 		shutdownDone: make(chan struct{}),
 	}
+	l.epoch.Store(-1)
 	if l.interval <= 0 {
 		l.interval = 2 * time.Second
 	}
@@ -152,6 +153,7 @@ func (l *lifecycle) register(ctx context.Context) (int64, error) {
 		if err == nil {
 			r := resp.(*kmsg.BrokerRegistrationResponse)
 			if r.ErrorCode == 0 {
+				l.epoch.Store(r.BrokerEpoch)
 				l.log.Info("broker registered", "broker_epoch", r.BrokerEpoch, "incarnation", l.incarnation)
 				return r.BrokerEpoch, nil
 			}
@@ -230,7 +232,6 @@ func (l *lifecycle) heartbeat(ctx context.Context, epoch int64) (done bool) {
 			}
 			if fenced && !r.IsFenced {
 				l.log.Info("broker unfenced", "broker_epoch", epoch)
-				l.unfencedOnce.Do(func() { close(l.unfenced) })
 			}
 			fenced = r.IsFenced
 		}
@@ -294,4 +295,31 @@ func logDirIDs(dirs []string) ([][16]byte, error) {
 		out = append(out, id)
 	}
 	return out, nil
+}
+
+// unfenceWatch is a metadata publisher that tells when this node's image
+// shows the broker's current registration unfenced. Registered after the
+// broker's replica manager, it sees each image only once the replica manager
+// has applied it, so when it fires the broker serves what clients will ask
+// for (its partitions have their leaders back).
+type unfenceWatch struct {
+	id    int32
+	epoch func() int64
+	ready chan struct{}
+	once  sync.Once
+}
+
+func newUnfenceWatch(id int32, epoch func() int64) *unfenceWatch {
+	return &unfenceWatch{id: id, epoch: epoch, ready: make(chan struct{})}
+}
+
+// Name implements metadata.Publisher.
+func (w *unfenceWatch) Name() string { return "broker-unfence-watch" }
+
+// OnMetadataUpdate implements metadata.Publisher.
+func (w *unfenceWatch) OnMetadataUpdate(_ *metadata.Delta, img *metadata.Image) {
+	reg, ok := img.Broker(w.id)
+	if ok && !reg.Fenced && reg.Epoch == w.epoch() {
+		w.once.Do(func() { close(w.ready) })
+	}
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // startBroker starts the broker over the node's logs and metadata, registers
-// it with the controller, waits until the controller unfences it, and then
+// it with the controller, waits until the controller has unfenced it and the
+// broker has applied that change, and then
 // serves the broker's APIs on every listener that is not a controller
 // listener (Kafka too opens its client listeners only once unfenced).
 func (n *Node) startBroker(ctx context.Context) error {
@@ -40,6 +41,8 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	watch := newUnfenceWatch(n.cfg.NodeID, n.life.epoch.Load)
+	n.quorum.AddPublisher(watch)
 	lifeCtx, cancel := context.WithCancel(context.Background())
 	n.lifeCancel, n.lifeDone = cancel, make(chan struct{})
 	go func() {
@@ -47,7 +50,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 		n.life.run(lifeCtx)
 	}()
 	select {
-	case <-n.life.unfenced:
+	case <-watch.ready:
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the controller to unfence broker %d: %w", n.cfg.NodeID, ctx.Err())
 	}
