@@ -157,11 +157,8 @@ func (l *coordinatorLog) Append(ctx context.Context, batch []byte, leaderEpoch i
 	if err != nil {
 		return -1, err
 	}
-	var deadline time.Time
-	if dl, ok := ctx.Deadline(); ok {
-		deadline = dl
-	}
-	if err := p.waitCommitted(ctx, deadline, info.LastOffset+1, epoch); err != nil {
+	// No deadline of its own: the caller's context bounds the wait.
+	if err := p.waitCommitted(ctx, time.Time{}, info.LastOffset+1, epoch); err != nil {
 		return -1, err
 	}
 	return info.FirstOffset, nil

@@ -233,20 +233,38 @@ type env struct {
 	ctrl *testController
 	b    *Broker
 	rc   *wire.RequestContext
+
+	closeOnce sync.Once
 }
 
 // newEnv starts a broker (node 1, registered and unfenced, with endpoints
 // on PLAINTEXT) with the given config overrides.
 func newEnv(t testing.TB, overrides map[string]string) *env {
 	t.Helper()
-	dir := t.TempDir()
+	return newEnvInDir(t, t.TempDir(), overrides)
+}
+
+// newEnvWithImage starts a broker over an existing log directory with an
+// existing metadata image (a restart).
+func newEnvWithImage(t testing.TB, dir string, img *metadata.Image) *env {
+	t.Helper()
+	return startEnv(t, dir, nil, img)
+}
+
+func newEnvInDir(t testing.TB, dir string, overrides map[string]string) *env {
+	t.Helper()
+	return startEnv(t, dir, overrides, nil)
+}
+
+func startEnv(t testing.TB, dir string, overrides map[string]string, img *metadata.Image) *env {
+	t.Helper()
 	ov := map[string]string{"node.id": "1", "log.dirs": dir}
 	maps.Copy(ov, overrides)
 	cfg, _, err := config.Load("", nil, ov)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusterID := metadata.RandomUuid().String()
+	clusterID := "test-cluster-0000000001"
 	mgr, err := storage.NewManager(storage.ManagerConfig{
 		Dirs: []string{dir}, Defaults: storage.DefaultLogConfig(), ClusterID: clusterID, NodeID: testNode, Logger: quietLogger(),
 	})
@@ -254,16 +272,20 @@ func newEnv(t testing.TB, overrides map[string]string) *env {
 		t.Fatal(err)
 	}
 	meta := &testMeta{img: metadata.EmptyImage(), leaderID: -1}
-	meta.mustApply(t,
-		&metadata.RegisterBrokerRecord{BrokerRegistration: metadata.BrokerRegistration{
-			ID: 1, Epoch: 10, IncarnationID: metadata.RandomUuid(),
-			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}},
-		}},
-		&metadata.RegisterBrokerRecord{BrokerRegistration: metadata.BrokerRegistration{
-			ID: 2, Epoch: 11, IncarnationID: metadata.RandomUuid(), Rack: "rack-b",
-			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "broker2", Port: 9192}},
-		}},
-	)
+	if img != nil {
+		meta.img, meta.offset = img, img.Offset()
+	} else {
+		meta.mustApply(t,
+			&metadata.RegisterBrokerRecord{BrokerRegistration: metadata.BrokerRegistration{
+				ID: 1, Epoch: 10, IncarnationID: metadata.RandomUuid(),
+				Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}},
+			}},
+			&metadata.RegisterBrokerRecord{BrokerRegistration: metadata.BrokerRegistration{
+				ID: 2, Epoch: 11, IncarnationID: metadata.RandomUuid(), Rack: "rack-b",
+				Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "broker2", Port: 9192}},
+			}},
+		)
+	}
 	ctrl := &testController{meta: meta, replicas: []int32{testNode}}
 	b, err := New(Config{NodeID: testNode, Cfg: cfg, Logger: quietLogger()}, Deps{Logs: mgr, Metadata: meta, Controller: ctrl, ClusterID: clusterID})
 	if err != nil {
@@ -276,13 +298,18 @@ func newEnv(t testing.TB, overrides map[string]string) *env {
 	}
 	e := &env{t: t, dir: dir, cfg: cfg, mgr: mgr, meta: meta, ctrl: ctrl, b: b,
 		rc: &wire.RequestContext{Listener: "PLAINTEXT", Principal: wire.AnonymousPrincipal}}
-	t.Cleanup(func() {
-		b.Close()
-		if err := mgr.Shutdown(); err != nil {
-			t.Errorf("storage shutdown: %v", err)
+	t.Cleanup(e.close)
+	return e
+}
+
+// close stops the broker and shuts the storage manager down cleanly (once).
+func (e *env) close() {
+	e.closeOnce.Do(func() {
+		e.b.Close()
+		if err := e.mgr.Shutdown(); err != nil {
+			e.t.Errorf("storage shutdown: %v", err)
 		}
 	})
-	return e
 }
 
 // call serves req with the broker's handler for its key.
@@ -583,4 +610,8 @@ func listOffset(t testing.TB, e *env, version int16, topic string, p int32, ts i
 	req.Topics = append(req.Topics, rt)
 	resp := e.call(req).(*kmsg.ListOffsetsResponse)
 	return resp.Topics[0].Partitions[0]
+}
+
+func tpOf(topic string, p int32) storage.TopicPartition {
+	return storage.TopicPartition{Topic: topic, Partition: p}
 }
