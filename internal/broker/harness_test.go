@@ -143,6 +143,11 @@ func (c *testController) Send(ctx context.Context, req kmsg.Request) (kmsg.Respo
 			if n <= 0 {
 				n = 1
 			}
+			if n > 64 {
+				rt.ErrorCode = kerr.InvalidPartitions.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			id := metadata.RandomUuid()
 			rs := []metadata.Record{&metadata.TopicRecord{Name: t.Topic, ID: id}}
 			for p := int32(0); p < n; p++ {
@@ -190,7 +195,9 @@ func (c *testController) Send(ctx context.Context, req kmsg.Request) (kmsg.Respo
 			for _, c := range res.Configs {
 				switch c.Op {
 				case kmsg.IncrementalAlterConfigOpSet:
-					rs = append(rs, metadata.SetConfig(cr, c.Name, *c.Value))
+					if c.Value != nil {
+						rs = append(rs, metadata.SetConfig(cr, c.Name, *c.Value))
+					}
 				case kmsg.IncrementalAlterConfigOpDelete:
 					rs = append(rs, metadata.RemoveConfig(cr, c.Name))
 				}
@@ -200,7 +207,9 @@ func (c *testController) Send(ctx context.Context, req kmsg.Request) (kmsg.Respo
 			resp.Resources = append(resp.Resources, rr)
 		}
 		if err := c.meta.apply(rs...); err != nil {
-			return nil, err
+			for i := range resp.Resources {
+				resp.Resources[i].ErrorCode = kerr.InvalidConfig.Code
+			}
 		}
 		return resp, nil
 	case *kmsg.DeleteTopicsRequest:
@@ -211,7 +220,7 @@ func (c *testController) Send(ctx context.Context, req kmsg.Request) (kmsg.Respo
 			rt.Topic = &name
 			if t, ok := c.meta.Image().Topic(n); ok {
 				if err := c.meta.apply(&metadata.RemoveTopicRecord{ID: t.ID}); err != nil {
-					return nil, err
+					rt.ErrorCode = kerr.InvalidRequest.Code
 				}
 			} else {
 				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
