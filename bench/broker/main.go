@@ -143,21 +143,8 @@ func run(o options) error {
 				cr.raw = append(cr.raw, loop)
 			}
 		}
-		for _, name := range o.targets {
-			if name == "raw" {
-				continue
-			}
-			t, err := startTarget(name, o, r)
-			if err != nil {
-				return err
-			}
-			err = measureTarget(t, name, workloads, values, o, produceRows, consumeRows, logger)
-			if cerr := t.close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
+		if err := measureRun(o, r, workloads, values, produceRows, consumeRows, logger); err != nil {
+			return err
 		}
 	}
 
@@ -183,54 +170,83 @@ func startTarget(name string, o options, r int) (target, error) {
 	return nil, fmt.Errorf("unknown target %q", name)
 }
 
-// measureTarget runs every workload against one broker: produce into a fresh
-// topic, consume it back (acks=all topics), delete it.
-func measureTarget(t target, name string, workloads []workload, values [][]byte, o options,
-	produceRows map[workload]*row, consumeRows map[bool]*row, logger *slog.Logger) error {
-	for i, w := range workloads {
-		ctx, cancel := context.WithTimeout(context.Background(), o.caseTimeout)
-		err := func() error {
-			topic := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
-			if err := createTopic(ctx, t.bootstrap(), topic, w.partitions); err != nil {
-				return err
+// measureRun starts a fresh broker of every target and measures each
+// workload on all of them back to back, so that the brokers compared in one
+// row ran under the same background load (this machine is shared).
+func measureRun(o options, r int, workloads []workload, values [][]byte,
+	produceRows map[workload]*row, consumeRows map[bool]*row, logger *slog.Logger) (err error) {
+	targets := map[string]target{}
+	defer func() {
+		for name, t := range targets {
+			if cerr := t.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("%s: close: %w", name, cerr)
 			}
-			p, err := produce(ctx, t.bootstrap(), topic, w, values)
-			if err != nil {
-				return fmt.Errorf("produce %s: %w", w, err)
-			}
-			pr := produceRows[w]
-			logger.Info("produce", "target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", p))
-			if name == "ceiling" {
-				// Nothing was stored, so there is nothing to consume.
-				pr.ceiling = append(pr.ceiling, p)
-				return deleteTopic(ctx, t.bootstrap(), topic)
-			}
-			if w.acks == "all" {
-				c, err := consume(ctx, t.bootstrap(), topic, w.records+1, w.bytes())
-				if err != nil {
-					return fmt.Errorf("consume %s: %w", w, err)
-				}
-				logger.Info("consume", "target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", c))
-				cr := consumeRows[w.lz4]
-				if name == "kmirror" {
-					cr.kmirror = append(cr.kmirror, c)
-				} else {
-					cr.kfake = append(cr.kfake, c)
-				}
-			}
-			if name == "kmirror" {
-				pr.kmirror = append(pr.kmirror, p)
-			} else {
-				pr.kfake = append(pr.kfake, p)
-			}
-			return deleteTopic(ctx, t.bootstrap(), topic)
-		}()
-		cancel()
+		}
+	}()
+	for _, name := range o.targets {
+		if name == "raw" {
+			continue
+		}
+		t, err := startTarget(name, o, r)
 		if err != nil {
 			return err
 		}
+		targets[name] = t
+	}
+	for i, w := range workloads {
+		for _, name := range o.targets {
+			t, ok := targets[name]
+			if !ok {
+				continue
+			}
+			if err := measureWorkload(t, name, i, w, values, o, produceRows, consumeRows, logger); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
 	}
 	return nil
+}
+
+// measureWorkload produces w into a fresh topic of one broker, consumes it
+// back (acks=all workloads), and deletes the topic.
+func measureWorkload(t target, name string, i int, w workload, values [][]byte, o options,
+	produceRows map[workload]*row, consumeRows map[bool]*row, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.caseTimeout)
+	defer cancel()
+	topic := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
+	if err := createTopic(ctx, t.bootstrap(), topic, w.partitions); err != nil {
+		return err
+	}
+	p, err := produce(ctx, t.bootstrap(), topic, w, values)
+	if err != nil {
+		return fmt.Errorf("produce %s: %w", w, err)
+	}
+	logger.Info("produce", "target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", p))
+	pr := produceRows[w]
+	switch name {
+	case "ceiling":
+		// Nothing was stored, so there is nothing to consume.
+		pr.ceiling = append(pr.ceiling, p)
+		return deleteTopic(ctx, t.bootstrap(), topic)
+	case "kmirror":
+		pr.kmirror = append(pr.kmirror, p)
+	default:
+		pr.kfake = append(pr.kfake, p)
+	}
+	if w.acks == "all" {
+		c, err := consume(ctx, t.bootstrap(), topic, w.records+1, w.bytes())
+		if err != nil {
+			return fmt.Errorf("consume %s: %w", w, err)
+		}
+		logger.Info("consume", "target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", c))
+		cr := consumeRows[w.lz4]
+		if name == "kmirror" {
+			cr.kmirror = append(cr.kmirror, c)
+		} else {
+			cr.kfake = append(cr.kfake, c)
+		}
+	}
+	return deleteTopic(ctx, t.bootstrap(), topic)
 }
 
 // cpuModel names the processor for the report header.
