@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"testing"
@@ -16,8 +17,9 @@ import (
 // cannot use it).
 type testNode struct {
 	*Node
-	dir   string
-	props map[string]string
+	dir    string
+	props  map[string]string
+	logger *slog.Logger // nil: the test log
 }
 
 // nodeProps returns the properties of a single combined node with data
@@ -38,6 +40,12 @@ func nodeProps(dir string, port, controllerPort int) map[string]string {
 // when the test ends.
 func startTestNode(t testing.TB, extra map[string]string) *testNode {
 	t.Helper()
+	return startTestNodeLogging(t, extra, testLogger(t))
+}
+
+// startTestNodeLogging is startTestNode with the node logging to logger.
+func startTestNodeLogging(t testing.TB, extra map[string]string, logger *slog.Logger) *testNode {
+	t.Helper()
 	dir := t.TempDir()
 	kl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,7 +59,7 @@ func startTestNode(t testing.TB, extra map[string]string) *testNode {
 	for k, v := range extra {
 		props[k] = v
 	}
-	tn := &testNode{dir: dir, props: props}
+	tn := &testNode{dir: dir, props: props, logger: logger}
 	tn.Node = tn.start(t, kl, cl)
 	return tn
 }
@@ -63,7 +71,11 @@ func (tn *testNode) start(t testing.TB, kl, cl net.Listener) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(cfg, testLogger(t), WithListener("PLAINTEXT", kl), WithListener("CONTROLLER", cl))
+	logger := tn.logger
+	if logger == nil {
+		logger = testLogger(t)
+	}
+	n, err := New(cfg, logger, WithListener("PLAINTEXT", kl), WithListener("CONTROLLER", cl))
 	if err != nil {
 		t.Fatal(err)
 	}
