@@ -78,11 +78,12 @@ type Broker struct {
 
 	txn txnHook
 
-	closing   chan struct{}
-	closeOnce sync.Once
-	bgCtx     context.Context
-	bgCancel  context.CancelFunc
-	bg        sync.WaitGroup
+	closing  chan struct{}
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bgMu     sync.Mutex // orders goBackground's Add before Close's Wait
+	closed   bool       // guarded by bgMu
+	bg       sync.WaitGroup
 
 	autoMu       sync.Mutex
 	autoInflight map[string]bool
@@ -138,10 +139,13 @@ func (b *Broker) Replicas() *ReplicaManager { return b.rm }
 // background work. Logs stay open: the server closes them through the
 // storage manager's Shutdown.
 func (b *Broker) Close() error {
-	b.closeOnce.Do(func() {
+	b.bgMu.Lock()
+	if !b.closed {
+		b.closed = true
 		close(b.closing)
 		b.bgCancel()
-	})
+	}
+	b.bgMu.Unlock()
 	b.bg.Wait()
 	return nil
 }
@@ -149,10 +153,10 @@ func (b *Broker) Close() error {
 // goBackground runs f on a goroutine the broker owns: Close cancels its
 // context and waits for it.
 func (b *Broker) goBackground(f func(ctx context.Context)) bool {
-	select {
-	case <-b.closing:
+	b.bgMu.Lock()
+	defer b.bgMu.Unlock()
+	if b.closed {
 		return false
-	default:
 	}
 	b.bg.Add(1)
 	go func() {
