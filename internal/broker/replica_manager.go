@@ -196,6 +196,11 @@ func (rm *ReplicaManager) applyReplica(lp metadata.LocalPartition, img *metadata
 		rm.notifyWatchers(lp.Topic, lp.Partition, false, lp.State.LeaderEpoch)
 		return
 	}
+	// A log loaded from disk at start-up has the manager's defaults, not
+	// its topic's configuration.
+	if log.Config() != settings.log {
+		rm.logs.UpdateConfig(tp, settings.log)
+	}
 	if leader {
 		p.makeLeader(lp, settings, log)
 	} else {

@@ -80,7 +80,7 @@ func TestTopicRecreatedWithANewID(t *testing.T) {
 func TestBrokerRestartServesExistingLogs(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnvInDir(t, dir, nil)
-	e.createTopic("keep", 2, nil)
+	e.createTopic("keep", 2, map[string]string{"retention.ms": "123456", "max.message.bytes": "5000"})
 	e.mustProduce("keep", 1, makeBatch(t, plainBatch(), "durable-1", "durable-2"))
 	img := e.meta.Image()
 	e.close()
@@ -93,6 +93,9 @@ func TestBrokerRestartServesExistingLogs(t *testing.T) {
 	}
 	if epochs := e2.partition("keep", 1).Log().EpochEntries(); len(epochs) != 1 || epochs[0].Epoch != 0 {
 		t.Fatalf("epoch cache after restart %+v", epochs)
+	}
+	if lc := e2.partition("keep", 0).Log().Config(); lc.RetentionMs != 123456 || lc.MaxMessageBytes != 5000 {
+		t.Fatalf("log config after restart: retention.ms %d max.message.bytes %d", lc.RetentionMs, lc.MaxMessageBytes)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "keep-0")); err != nil {
 		t.Fatal(err)
