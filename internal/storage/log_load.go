@@ -61,7 +61,7 @@ func (l *Log) load(opts Options) error {
 	if err := l.cleanLeftovers(dir); err != nil {
 		return err
 	}
-	segs, needRecovery, err := l.openSegments(dir, cfg, opts.HadCleanShutdown)
+	segs, needRecovery, err := l.openSegments(dir, cfg)
 	if err != nil {
 		return err
 	}
@@ -316,8 +316,8 @@ func scanNextOffset(path string, base int64) (int64, error) {
 
 // openSegments opens every segment file of dir. needRecovery is the index of
 // the first segment whose files fail a sanity check that only recovery can
-// repair (a corrupt transaction index), or len(segs).
-func (l *Log) openSegments(dir string, cfg LogConfig, clean bool) (segs []*segment, needRecovery int, err error) {
+// repair (a corrupt transaction index, missing indexes), or len(segs).
+func (l *Log) openSegments(dir string, cfg LogConfig) (segs []*segment, needRecovery int, err error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, 0, err
@@ -364,13 +364,10 @@ func (l *Log) openSegments(dir string, cfg LogConfig, clean bool) (segs []*segme
 		_, offErr := os.Stat(s.offPath)
 		_, timeErr := os.Stat(s.timePath)
 		if offErr != nil || timeErr != nil {
-			if !clean && i >= needRecovery {
-				continue
-			}
-			l.logger.Info("rebuilding missing index files", "segment", s.base)
-			if err := s.rebuildIndexes(); err != nil {
-				return segs, 0, err
-			}
+			// Kafka recovers a segment whose index is missing: its bytes are
+			// checked while the indexes are rebuilt.
+			l.logger.Info("index files missing; recovering from their segment", "segment", s.base)
+			needRecovery = min(needRecovery, i)
 		}
 	}
 	return segs, needRecovery, nil

@@ -140,7 +140,7 @@ func (l *Log) readOnce(offset, maxBytes int64, isolation FetchIsolation, minOneB
 		upper := end.offset
 		switch {
 		case lastEnd < lastSegEnd:
-			if upper, err = segs[lastIdx].baseOffsetAt(lastEnd, lastSegEnd); err != nil {
+			if upper, err = segs[lastIdx].baseOffsetAtPos(lastEnd, lastSegEnd); err != nil {
 				return res, false, fmt.Errorf("read %s: %w", l.tp, err)
 			}
 		case lastIdx+1 < len(segs) && segs[lastIdx] != end.seg:
@@ -151,19 +151,6 @@ func (l *Log) readOnce(offset, maxBytes int64, isolation FetchIsolation, minOneB
 		}
 	}
 	return res, false, nil
-}
-
-// baseOffsetAt returns the base offset of the batch at pos.
-func (s *segment) baseOffsetAt(pos, end int64) (int64, error) {
-	sc := newHeaderScanner(s.log, pos, end)
-	defer sc.release()
-	if sc.next() {
-		return sc.h.BaseOffset, nil
-	}
-	if sc.Err() != nil {
-		return 0, sc.Err()
-	}
-	return 0, fmt.Errorf("no batch at position %d of %s: %w", pos, s.name(), errScanCorrupt)
 }
 
 // collectAborted fills res.AbortedTxns with the aborted transactions that

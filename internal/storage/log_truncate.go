@@ -30,8 +30,20 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < l.logStart.Load() {
 		return l.truncateFullyLocked(offset)
 	}
+	// A cut that leaves the log ending below its start (the batch holding
+	// offset starts below the log start, or a gap precedes it) leaves nothing
+	// readable: restart the log at offset instead.
+	segs := l.segments()
+	floor := segs[max(floorSegment(segs, offset), 0)]
+	_, end, err := floor.cutPoint(offset)
+	if err != nil {
+		return fmt.Errorf("truncate %s to %d: %w", l.tp, offset, err)
+	}
+	if end < l.logStart.Load() {
+		return l.truncateFullyLocked(offset)
+	}
 	l.readMu.Lock()
-	err := l.truncateToLocked(offset)
+	err = l.truncateToLocked(offset)
 	l.readMu.Unlock()
 	if err != nil {
 		l.failed = err

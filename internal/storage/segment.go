@@ -552,27 +552,69 @@ func (s *segment) seal() error {
 	return nil
 }
 
-// truncateTo removes the batches holding offsets >= offset (the batch that
-// contains offset included) and the index entries pointing at them. Caller
-// holds the Log's lock and excludes readers. It returns the number of bytes
-// removed.
-func (s *segment) truncateTo(offset int64, cfg LogConfig, now time.Time) (int64, error) {
+// cutPoint returns where truncating to offset cuts the segment: the
+// position of the first batch whose last offset is >= offset (the size if
+// none), and the offset the segment then ends at (the end of the last batch
+// kept, or the base offset if none is kept).
+func (s *segment) cutPoint(offset int64) (pos, end int64, err error) {
 	size := s.size.Load()
-	pos, h, found, err := s.translate(offset, size)
+	pos, _, found, err := s.translate(offset, size)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	if !found {
+		pos = size
+	}
+	end = s.base
+	if pos == 0 {
+		return pos, end, nil
 	}
 	ix, err := s.indexes()
+	if err != nil {
+		return 0, 0, err
+	}
+	_, p := ix.off.lookupPosition(pos)
+	sc := newHeaderScanner(s.log, p, pos)
+	defer sc.release()
+	for sc.next() {
+		end = sc.h.NextOffset()
+	}
+	return pos, end, sc.Err()
+}
+
+// truncateTo removes the batches holding offsets >= offset (the batch that
+// contains offset included) and the index entries pointing at them, and
+// makes the segment the active one. Caller holds the Log's lock and excludes
+// readers. It returns the number of bytes removed.
+func (s *segment) truncateTo(offset int64, cfg LogConfig, now time.Time) (int64, error) {
+	size := s.size.Load()
+	pos, end, err := s.cutPoint(offset)
 	if err != nil {
 		return 0, err
 	}
 	if err := s.makeActive(int64(cfg.SegmentIndexBytes)); err != nil {
 		return 0, err
 	}
-	if !found {
+	ix, err := s.indexes()
+	if err != nil {
+		return 0, err
+	}
+	s.bytesSinceIndex = 0
+	s.nextOffset = end
+	s.rollTs = rollTsUnknown
+	if pos == 0 {
+		s.created = now
+		s.rollTs = -1
+	}
+	if pos == size {
 		return 0, nil
 	}
-	cut := h.BaseOffset // every offset of the removed batches is >= cut
+	// Every offset of the removed batches is >= the first removed batch's
+	// base, which is >= end.
+	cut, err := s.baseOffsetAtPos(pos, size)
+	if err != nil {
+		return 0, err
+	}
 	ix.off.truncateToPosition(pos)
 	ix.time.truncateTo(cut)
 	if err := s.txn.TruncateTo(cut); err != nil {
@@ -583,17 +625,6 @@ func (s *segment) truncateTo(offset int64, cfg LogConfig, now time.Time) (int64,
 	}
 	s.preallocated = false
 	s.size.Store(pos)
-	s.bytesSinceIndex = 0
-	if pos == 0 {
-		s.created = now
-		s.rollTs = -1
-		s.nextOffset = s.base
-	} else {
-		if s.nextOffset, err = s.readNextOffset(); err != nil {
-			return 0, err
-		}
-		s.rollTs = rollTsUnknown
-	}
 	// Recompute the largest timestamp: the last time index entry, then the
 	// batches after it.
 	ts, off, _ := ix.time.last()
@@ -609,6 +640,19 @@ func (s *segment) truncateTo(offset int64, cfg LogConfig, now time.Time) (int64,
 	s.maxTs, s.offsetOfMaxT, s.maxTsLoaded = ts, off, true
 	s.mu.Unlock()
 	return size - pos, sc.Err()
+}
+
+// baseOffsetAtPos returns the base offset of the batch at pos.
+func (s *segment) baseOffsetAtPos(pos, end int64) (int64, error) {
+	sc := newHeaderScanner(s.log, pos, end)
+	defer sc.release()
+	if !sc.next() {
+		if sc.Err() != nil {
+			return 0, sc.Err()
+		}
+		return 0, fmt.Errorf("no batch at position %d of %s: %w", pos, s.name(), errScanCorrupt)
+	}
+	return sc.h.BaseOffset, nil
 }
 
 // flush makes the segment's bytes and indexes durable.

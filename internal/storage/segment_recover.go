@@ -170,21 +170,3 @@ func (s *segment) resetIndexes(capacity int64) error {
 	s.idx.Store(&segmentIndexes{off: off, time: tm})
 	return nil
 }
-
-// rebuildIndexes recreates the indexes from the (trusted) .log file, for a
-// segment whose index files are missing.
-func (s *segment) rebuildIndexes() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ix := s.idx.Load(); ix != nil {
-		ix.off.f.closeNoTrim()
-		ix.time.f.closeNoTrim()
-		s.idx.Store(nil)
-	}
-	ix, err := s.rebuildIndexesLocked()
-	if err != nil {
-		return fmt.Errorf("rebuild indexes of %s: %w", s.logPath, err)
-	}
-	s.idx.Store(ix)
-	return nil
-}
