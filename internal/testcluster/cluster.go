@@ -138,7 +138,44 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 			t.Fatalf("testcluster: %v", err)
 		}
 	}
+	c.waitConverged()
 	return c
+}
+
+// waitConverged waits until every running node's broker serves metadata in
+// which every running node is an unfenced broker: each node's Start waits
+// only for its own unfencing, and the others learn of it a moment later.
+func (c *Cluster) waitConverged() {
+	c.t.Helper()
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		running := map[int32]bool{}
+		var servers []*server.Node
+		for _, n := range c.Nodes() {
+			c.mu.Lock()
+			if n.server != nil {
+				running[n.ID] = true
+				servers = append(servers, n.server)
+			}
+			c.mu.Unlock()
+		}
+		converged := true
+		for _, s := range servers {
+			img := s.Broker().Replicas().Image()
+			for id := range running {
+				if b, ok := img.Broker(id); !ok || b.Fenced {
+					converged = false
+				}
+			}
+		}
+		if converged {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("testcluster: the nodes' metadata did not converge within %v", StartTimeout)
+		}
+		time.Sleep(5 * time.Millisecond) // polling other nodes' views; there is no event to wait on
+	}
 }
 
 // listen binds 127.0.0.1:port.
@@ -267,6 +304,7 @@ func (n *Node) Start() {
 	if err := n.start(listen(n.c.t, n.Port), listen(n.c.t, n.ControllerPort)); err != nil {
 		n.c.t.Fatalf("testcluster: %v", err)
 	}
+	n.c.waitConverged()
 }
 
 // Restart stops the node cleanly and starts it again.
