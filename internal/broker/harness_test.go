@@ -255,9 +255,9 @@ func newEnv(t testing.TB, overrides map[string]string) *env {
 
 // newEnvWithImage starts a broker over an existing log directory with an
 // existing metadata image (a restart).
-func newEnvWithImage(t testing.TB, dir string, img *metadata.Image) *env {
+func newEnvWithImage(t testing.TB, dir string, img *metadata.Image, overrides map[string]string) *env {
 	t.Helper()
-	return startEnv(t, dir, nil, img)
+	return startEnv(t, dir, overrides, img)
 }
 
 func newEnvInDir(t testing.TB, dir string, overrides map[string]string) *env {

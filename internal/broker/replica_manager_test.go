@@ -81,11 +81,12 @@ func TestBrokerRestartServesExistingLogs(t *testing.T) {
 	dir := t.TempDir()
 	e := newEnvInDir(t, dir, nil)
 	e.createTopic("keep", 2, map[string]string{"retention.ms": "123456", "max.message.bytes": "5000"})
+	e.createTopic("plain", 1, nil)
 	e.mustProduce("keep", 1, makeBatch(t, plainBatch(), "durable-1", "durable-2"))
 	img := e.meta.Image()
 	e.close()
 
-	e2 := newEnvWithImage(t, dir, img)
+	e2 := newEnvWithImage(t, dir, img, map[string]string{"log.retention.hours": "100"})
 	p := onlyPartition(t, decodeFetch(t, e2.call(fetchReq(12, fp("keep", 1, 0)))))
 	vals, _ := fetchedValues(t, p.RecordBatches)
 	if len(vals) != 2 || vals[1] != "durable-2" || p.HighWatermark != 2 {
@@ -96,6 +97,11 @@ func TestBrokerRestartServesExistingLogs(t *testing.T) {
 	}
 	if lc := e2.partition("keep", 0).Log().Config(); lc.RetentionMs != 123456 || lc.MaxMessageBytes != 5000 {
 		t.Fatalf("log config after restart: retention.ms %d max.message.bytes %d", lc.RetentionMs, lc.MaxMessageBytes)
+	}
+	// A topic without overrides follows the broker defaults, not the
+	// storage manager's.
+	if lc := e2.partition("plain", 0).Log().Config(); lc.RetentionMs != 100*3600*1000 {
+		t.Fatalf("retention.ms of a topic without overrides after restart: %d", lc.RetentionMs)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "keep-0")); err != nil {
 		t.Fatal(err)
