@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -101,7 +102,7 @@ type topicSummary struct {
 func summarize(d kadm.TopicDetail) topicSummary {
 	return topicSummary{
 		Name:              d.Topic,
-		ID:                d.ID.String(),
+		ID:                topicID(d.ID),
 		Partitions:        len(d.Partitions),
 		ReplicationFactor: d.Partitions.NumReplicas(),
 		Internal:          d.IsInternal,
@@ -138,7 +139,7 @@ func newTopicCreateCommand(f *topicFlags) *cobra.Command {
 				}
 				sum := topicSummary{
 					Name:              name,
-					ID:                resp.ID.String(),
+					ID:                topicID(resp.ID),
 					Partitions:        int(resp.NumPartitions),
 					ReplicationFactor: int(resp.ReplicationFactor),
 					Status:            "created",
@@ -315,7 +316,7 @@ func newTopicDescribeCommand(f *topicFlags) *cobra.Command {
 func describeTopic(d kadm.TopicDetail, rc kadm.ResourceConfig) topicDescription {
 	desc := topicDescription{
 		Name:              d.Topic,
-		ID:                d.ID.String(),
+		ID:                topicID(d.ID),
 		Internal:          d.IsInternal,
 		ReplicationFactor: d.Partitions.NumReplicas(),
 		Partitions:        []partitionDescription{},
@@ -513,6 +514,13 @@ func newTopicAlterConfigCommand(f *topicFlags) *cobra.Command {
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "config key=value to set (repeatable)")
 	cmd.Flags().StringArrayVar(&deletes, "delete", nil, "config key to delete, reverting it to the default (repeatable)")
 	return cmd
+}
+
+// topicID renders a topic id as Kafka's tools do (Uuid.toString: URL-safe
+// base64 without padding, 22 characters), so ids can be compared with what
+// other Kafka tooling prints.
+func topicID(id kadm.TopicID) string {
+	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
 // dedupe returns names without repeats, in first-seen order.

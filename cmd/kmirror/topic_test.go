@@ -18,7 +18,7 @@ func TestTopicCreateListDescribeDelete(t *testing.T) {
 	if len(rows) != 2 || !slices.Equal(rows[0], []string{"TOPIC", "ID", "PARTITIONS", "REPLICATION-FACTOR", "STATUS"}) {
 		t.Fatalf("create output:\n%s", r.stdout)
 	}
-	if got := rows[1]; got[0] != "orders" || got[2] != "3" || got[3] != "1" || got[4] != "created" || len(got[1]) < 16 {
+	if got := rows[1]; got[0] != "orders" || got[2] != "3" || got[3] != "1" || got[4] != "created" || len(got[1]) != 22 {
 		t.Fatalf("create row = %v, want orders, an id, 3 partitions, RF 1, created", got)
 	}
 	orderID := rows[1][1]
@@ -239,4 +239,15 @@ func TestCLIAgainstKfake(t *testing.T) {
 		t.Fatalf("consume printed %q", r.stdout)
 	}
 	mustRun(t, "", "topic", "delete", "k", "--bootstrap-server", bs)
+}
+
+func TestTopicIDIsKafkasForm(t *testing.T) {
+	var id [16]byte
+	for i := range id {
+		id[i] = byte(0xf0 + i)
+	}
+	// URL-safe alphabet ("-", "_"), no padding: what Kafka's Uuid.toString prints.
+	if got, want := topicID(id), "8PHy8_T19vf4-fr7_P3-_w"; got != want {
+		t.Fatalf("topicID = %q, want %q", got, want)
+	}
 }
