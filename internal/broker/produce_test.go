@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/metadata"
 	"github.com/kmirror/kmirror/internal/record"
 	"github.com/kmirror/kmirror/internal/storage"
 )
@@ -245,9 +246,17 @@ func TestIdempotentProduceRetryGetsOriginalOffset(t *testing.T) {
 	if gap.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("sequence gap: %v", kerr.ErrorForCode(gap.ErrorCode))
 	}
+	// A newer epoch of the producer fences the older one.
+	if off := e.mustProduce("idem", 0, makeBatch(t, batchOpts{pid: pid, epoch: 1, seq: 0}, "e")); off != 4 {
+		t.Fatalf("new epoch at %d", off)
+	}
+	stale := e.produce(11, -1, "idem", 0, makeBatch(t, batchOpts{pid: pid, epoch: 0, seq: 4}, "zombie"))
+	if stale.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("stale producer epoch: %v", kerr.ErrorForCode(stale.ErrorCode))
+	}
 	p := onlyPartition(t, decodeFetch(t, e.call(fetchReq(12, fp("idem", 0, 0)))))
 	vals, _ := fetchedValues(t, p.RecordBatches)
-	if strings.Join(vals, "") != "abcd" {
+	if strings.Join(vals, "") != "abcde" {
 		t.Fatalf("log holds %q", vals)
 	}
 }
@@ -340,5 +349,44 @@ func TestProduceAcksAllWakesOnShutdown(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("shutdown did not wake the waiting produce")
+	}
+}
+
+func TestProduceNotEnoughReplicasAfterAppend(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.createTopicWith("shrink", 1, 1, []int32{1, 2}, []int32{1, 2}, map[string]string{"min.insync.replicas": "2"})
+	part := e.partition("shrink", 0)
+	done := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 9, -1, 30_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "shrink"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = makeBatch(t, plainBatch(), "x")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := e.callErr(context.Background(), req)
+		if err != nil {
+			t.Error(err)
+			close(done)
+			return
+		}
+		done <- resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}()
+	pollUntil(t, "the append", func() bool { return part.Log().LogEndOffset() == 1 })
+	// The follower drops out of the ISR: the high watermark reaches the
+	// batch, but with fewer in-sync replicas than min.insync.replicas.
+	e.meta.mustApply(t, &metadata.PartitionChangeRecord{TopicID: id, Partition: 0, ISR: []int32{1}})
+	select {
+	case r := <-done:
+		if r.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code || r.BaseOffset != 0 {
+			t.Fatalf("after the ISR shrank: %v base %d", kerr.ErrorForCode(r.ErrorCode), r.BaseOffset)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ISR change did not complete the produce")
+	}
+	if hw := part.Log().HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d with the leader alone in the ISR", hw)
 	}
 }
