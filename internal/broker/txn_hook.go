@@ -3,7 +3,9 @@ package broker
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/storage"
@@ -46,4 +48,31 @@ func (b *Broker) SetTransactionCoordinator(tc TransactionCoordinator) {
 		return
 	}
 	b.txn.tc.Store(&tc)
+}
+
+// markerAppendTimeout bounds the commit wait of a transaction marker when
+// the caller's context has no deadline.
+const markerAppendTimeout = 30 * time.Second
+
+// AppendMarker appends a transaction marker (a control batch built with
+// record.BuildEndTxnMarker) to a partition this node leads, with
+// coordinator origin, and waits until it is committed (acks=all): the
+// receiving side of WriteTxnMarkers. Errors wrap Kafka's codes:
+// UNKNOWN_TOPIC_OR_PARTITION for a partition that no longer exists,
+// NOT_LEADER_OR_FOLLOWER when this node does not lead it.
+func (b *Broker) AppendMarker(ctx context.Context, topic string, partition int32, batch []byte) error {
+	tp := storage.TopicPartition{Topic: topic, Partition: partition}
+	if _, _, known := currentLeader(b.image(), tp); !known {
+		return errf(kerr.UnknownTopicOrPartition, "partition %s does not exist", tp)
+	}
+	p, ok := b.rm.Partition(tp)
+	if !ok {
+		return errf(kerr.NotLeaderForPartition, "broker %d does not host %s", b.cfg.NodeID, tp)
+	}
+	timeout := markerAppendTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	_, err := p.AppendAsLeader(ctx, batch, storage.OriginCoordinator, -1, timeout)
+	return err
 }
