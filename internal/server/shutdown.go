@@ -7,13 +7,17 @@ import (
 	"time"
 )
 
-// controlledShutdownTimeout bounds how long a broker waits for the
-// controller to move leadership away before it stops anyway.
-const controlledShutdownTimeout = 30 * time.Second
+// minControlledShutdownWait is the least time a broker gives the
+// controller to move leadership away; the bound is otherwise
+// broker.session.timeout.ms, after which the controller would fence the
+// silent broker anyway (so waiting longer, with the controllers perhaps gone,
+// gains nothing).
+const minControlledShutdownWait = time.Second
 
 // Shutdown stops the node gracefully: it stops accepting connections, runs
 // the broker's controlled shutdown (heartbeats asking to shut down until the
-// controller has moved leadership away, at most 30 s), closes client
+// controller has moved leadership away, at most broker.session.timeout.ms),
+// closes client
 // connections, then stops the broker, the controller, the quorum and last
 // the log manager (clean-shutdown markers, producer snapshots, checkpoints).
 //
@@ -119,7 +123,8 @@ func (n *Node) teardown(hurry bool) error {
 // shutdown is hurried.
 func (n *Node) controlledShutdown() {
 	n.life.beginShutdown()
-	t := time.NewTimer(controlledShutdownTimeout)
+	bound := max(time.Duration(n.cfg.BrokerSessionTimeoutMs)*time.Millisecond, minControlledShutdownWait)
+	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
 	case <-n.life.shutdownDone:
@@ -128,6 +133,6 @@ func (n *Node) controlledShutdown() {
 	case <-n.hurry:
 		n.log.Warn("controlled shutdown skipped")
 	case <-t.C:
-		n.log.Warn("controlled shutdown timed out; stopping anyway", "timeout", controlledShutdownTimeout)
+		n.log.Warn("controlled shutdown timed out; stopping anyway", "timeout", bound)
 	}
 }
