@@ -77,7 +77,6 @@ type Node struct {
 	life       *lifecycle
 	lifeCancel context.CancelFunc
 	lifeDone   chan struct{}
-	members    *membership
 
 	// closing ends when Shutdown begins; it aborts a Start in progress.
 	closing      context.Context
@@ -199,7 +198,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	n.channel = controller.NewChannel(n.quorum, n.controller, "kmirror-node-"+strconv.Itoa(int(n.cfg.NodeID)), n.log)
+	// The voters' controller listeners let a broker-only node reach the
+	// active controller before its quorum member knows the leader (it
+	// learns it once its registration has added it to the quorum).
+	var voters []string
+	for _, v := range n.cfg.QuorumVoters {
+		voters = append(voters, v.Address())
+	}
+	n.channel = controller.NewChannel(n.quorum, n.controller, "kmirror-node-"+strconv.Itoa(int(n.cfg.NodeID)), n.log,
+		controller.WithVoters(voters...))
 	if n.isBroker {
 		if err := n.startBroker(ctx); err != nil {
 			return err
@@ -370,8 +377,6 @@ func (n *Node) startController() error {
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("start controller: %w", err)
 	}
-	n.members = newMembership(n.quorum, n.cfg, n.log.With("component", "membership"))
-	n.quorum.AddPublisher(n.members)
 	for _, name := range n.cfg.ControllerListenerNames {
 		if l := n.net.listener(name); l != nil {
 			if err := l.ep.enable(c); err != nil {

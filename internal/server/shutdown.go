@@ -87,9 +87,6 @@ func (n *Node) teardown(hurry bool) error {
 	if n.channel != nil {
 		n.channel.Close()
 	}
-	if n.members != nil {
-		n.members.close()
-	}
 	if n.controller != nil {
 		if err := n.controller.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close controller: %w", err))
@@ -113,8 +110,8 @@ func (n *Node) teardown(hurry bool) error {
 	if n.net != nil {
 		n.net.waitHandoffs()
 	}
-	n.net, n.life, n.lifeCancel, n.broker, n.channel, n.members, n.controller, n.logs, n.quorum, n.stream =
-		nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+	n.net, n.life, n.lifeCancel, n.broker, n.channel, n.controller, n.logs, n.quorum, n.stream =
+		nil, nil, nil, nil, nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
