@@ -322,3 +322,9 @@ func (e *env) fetchOffsetsOf(group string, requireStable bool) map[int32]kmsg.Of
 	}
 	return out
 }
+
+// shardContextForTest is a shard context with a manual clock and no timers,
+// for tests that drive a shard's replay functions directly.
+func shardContextForTest() coordinator.ShardContext[*shard] {
+	return coordinator.ShardContext[*shard]{Clock: coordinator.NewManualClock(time.Unix(0, 0))}
+}
