@@ -146,6 +146,7 @@ type dataLogs struct {
 	mu     sync.Mutex
 	logs   map[storage.TopicPartition]*storage.Log
 	fail   map[storage.TopicPartition]error
+	failed map[storage.TopicPartition]int // appends refused by fail
 	groups []groupCall
 }
 
@@ -158,7 +159,8 @@ type groupCall struct {
 }
 
 func newDataLogs(t *testing.T) *dataLogs {
-	d := &dataLogs{t: t, dir: t.TempDir(), logs: map[storage.TopicPartition]*storage.Log{}, fail: map[storage.TopicPartition]error{}}
+	d := &dataLogs{t: t, dir: t.TempDir(), logs: map[storage.TopicPartition]*storage.Log{},
+		fail: map[storage.TopicPartition]error{}, failed: map[storage.TopicPartition]int{}}
 	t.Cleanup(func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -197,7 +199,18 @@ func (d *dataLogs) failWith(tp storage.TopicPartition, err error) {
 func (d *dataLogs) failure(tp storage.TopicPartition) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.fail[tp]
+	err := d.fail[tp]
+	if err != nil {
+		d.failed[tp]++
+	}
+	return err
+}
+
+// refused returns how many markers for tp failed by failWith.
+func (d *dataLogs) refused(tp storage.TopicPartition) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failed[tp]
 }
 
 // AppendMarker implements MarkerTarget.

@@ -20,12 +20,14 @@ import (
 // the transactional id's coordinator with AddPartitionsToTxn v4
 // (VerifyOnly), or calls it directly when it runs on this node.
 //
-// Positive answers are cached per producer id, epoch and partition until
-// the transaction ends there: a marker for the producer written on this
-// broker (MarkerService) forgets the entry, and so do ForgetPartition (to be
-// called when this broker becomes the partition's leader: markers written
-// while another broker led it were not seen here) and the age of the entry
-// (transaction.max.timeout.ms: no transaction lives longer).
+// Positive answers are cached per transactional id, producer id, epoch and
+// partition until the transaction ends there: a marker for the producer
+// written on this broker (MarkerService) forgets the entry, and so do
+// ForgetPartition (to be called when this broker becomes the partition's
+// leader: markers written while another broker led it were not seen here)
+// and the age of the entry (transaction.max.timeout.ms: no transaction lives
+// longer). A question about the same producer and partition with another
+// transactional id or epoch replaces the entry.
 type Verifier struct {
 	c   *Coordinator
 	ttl time.Duration
@@ -44,6 +46,7 @@ type producerPartition struct {
 // its key: a Forget meanwhile (a marker ended the transaction) removes it,
 // so that an answer given before the marker is not cached after it.
 type verified struct {
+	id    string
 	epoch int16
 	at    time.Time
 	ok    bool
@@ -77,10 +80,10 @@ func (v *Verifier) VerifyTransaction(ctx context.Context, transactionalID string
 	v.mu.Lock()
 	for _, tp := range tps {
 		k := producerPartition{producerID, tp}
-		if s := v.cache[k]; s != nil && s.ok && s.epoch == producerEpoch && now.Sub(s.at) < v.ttl {
+		if s := v.cache[k]; s != nil && s.ok && s.id == transactionalID && s.epoch == producerEpoch && now.Sub(s.at) < v.ttl {
 			continue
 		}
-		s := &verified{epoch: producerEpoch, at: now}
+		s := &verified{id: transactionalID, epoch: producerEpoch, at: now}
 		v.cache[k] = s
 		ask = append(ask, tp)
 		slots = append(slots, s)
