@@ -26,7 +26,11 @@ func (l *Log) flushTo(target int64) error {
 	}
 	gen := l.truncGen
 	segs := l.segments()
-	var todo []*segment
+	type flushJob struct {
+		s      *segment
+		wholly bool // the segment ends at or below target
+	}
+	var todo []flushJob
 	for i, s := range segs {
 		nextBase := int64(math.MaxInt64)
 		if i+1 < len(segs) {
@@ -39,7 +43,7 @@ func (l *Log) flushTo(target int64) error {
 			break
 		}
 		if s.tryAcquire() {
-			todo = append(todo, s)
+			todo = append(todo, flushJob{s, nextBase <= target})
 		}
 	}
 	dirty := l.dirDirty.Swap(false)
@@ -47,11 +51,19 @@ func (l *Log) flushTo(target int64) error {
 	l.mu.Unlock()
 
 	var err error
-	for _, s := range todo {
+	for _, j := range todo {
 		if err == nil {
-			err = s.flush()
+			// A segment's indexes must be durable once the recovery point
+			// passes its end (recovery trusts them); the segment holding the
+			// recovery point is always recovered, indexes rebuilt, so syncing
+			// only its data is enough, which keeps flush.messages=1 cheap.
+			if j.wholly {
+				err = j.s.flush()
+			} else {
+				err = j.s.flushData()
+			}
 		}
-		s.release()
+		j.s.release()
 	}
 	if dirty && err == nil {
 		err = syncDir(dir)

@@ -655,10 +655,18 @@ func (s *segment) baseOffsetAtPos(pos, end int64) (int64, error) {
 	return sc.h.BaseOffset, nil
 }
 
-// flush makes the segment's bytes and indexes durable.
-func (s *segment) flush() error {
+// flushData makes the segment's batches durable (not its indexes).
+func (s *segment) flushData() error {
 	if err := unix.Fdatasync(int(s.log.Fd())); err != nil {
 		return fmt.Errorf("sync segment %s: %w", s.name(), err)
+	}
+	return nil
+}
+
+// flush makes the segment's bytes and indexes durable.
+func (s *segment) flush() error {
+	if err := s.flushData(); err != nil {
+		return err
 	}
 	if ix := s.idx.Load(); ix != nil {
 		if err := ix.off.f.flush(); err != nil {
