@@ -255,6 +255,31 @@ func (p *Process) Wait(timeout time.Duration) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
+// WaitOutput waits until the process's output contains substr and returns
+// the output; it fails the test if the process exits first or timeout
+// passes.
+func (p *Process) WaitOutput(substr string, timeout time.Duration) string {
+	p.t.Helper()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		out, changed := p.out.snapshot()
+		if strings.Contains(out, substr) {
+			return out
+		}
+		select {
+		case <-changed:
+		case <-p.done:
+			if out := p.Output(); strings.Contains(out, substr) {
+				return out
+			}
+			p.t.Fatalf("testcluster: process exited (%v) without printing %q\noutput:\n%s", p.err, substr, p.Output())
+		case <-t.C:
+			p.t.Fatalf("testcluster: no %q in the output after %v\noutput:\n%s", substr, timeout, p.Output())
+		}
+	}
+}
+
 // Exited reports whether the process has exited.
 func (p *Process) Exited() bool {
 	select {
@@ -265,16 +290,32 @@ func (p *Process) Exited() bool {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the writer goroutines of exec.
+// syncBuffer is a bytes.Buffer safe for the writer goroutines of exec,
+// which also tells waiters when it grows.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
+}
+
+// snapshot returns the contents and a channel closed on the next write.
+func (s *syncBuffer) snapshot() (string, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.b.String(), s.changed
 }
 
 func (s *syncBuffer) String() string {
