@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/coordinator"
 )
 
@@ -67,6 +68,26 @@ func DefaultConfig() Config {
 		RequestTimeout:           30 * time.Second,
 		MarkerRetryBackoff:       100 * time.Millisecond,
 	}
+}
+
+// FromBrokerConfig returns the coordinator's settings from the node's
+// validated configuration (Kafka's defaults for what it does not carry:
+// request.timeout.ms and transaction.state.log.load.buffer.size).
+func FromBrokerConfig(bc *config.Config) Config {
+	c := DefaultConfig()
+	c.NodeID = bc.NodeID
+	if bc.InterBrokerListenerName != "" {
+		c.InterBrokerListener = bc.InterBrokerListenerName
+	}
+	c.TopicPartitions = bc.TransactionStateLogNumPartitions
+	c.TopicReplicationFactor = bc.TransactionStateLogReplicationFactor
+	c.TopicMinISR = bc.TransactionStateLogMinISR
+	c.TopicSegmentBytes = bc.TransactionStateLogSegmentBytes
+	c.MaxTimeout = time.Duration(bc.TransactionMaxTimeoutMs) * time.Millisecond
+	c.IDExpiration = time.Duration(bc.TransactionalIDExpirationMs) * time.Millisecond
+	c.AbortTimedOutInterval = time.Duration(bc.TransactionAbortTimedOutCleanupIntervalMs) * time.Millisecond
+	c.RemoveExpiredIDsInterval = time.Duration(bc.TransactionRemoveExpiredCleanupIntervalMs) * time.Millisecond
+	return c
 }
 
 // ConfigFromProperties returns the defaults overridden by the settings in

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/coordinator"
 	"github.com/kmirror/kmirror/internal/record"
 	"github.com/kmirror/kmirror/internal/storage"
@@ -602,5 +603,22 @@ func TestConfigFromProperties(t *testing.T) {
 	c, _ = ConfigFromProperties(map[string]string{"security.inter.broker.protocol": "SSL"})
 	if c.InterBrokerListener != "SSL" {
 		t.Errorf("listener from security.inter.broker.protocol: %s", c.InterBrokerListener)
+	}
+}
+
+func TestFromBrokerConfig(t *testing.T) {
+	bc, _, err := config.Load("", nil, map[string]string{
+		"transaction.state.log.num.partitions":                        "12",
+		"transaction.state.log.min.isr":                               "1",
+		"transaction.max.timeout.ms":                                  "60000",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "250",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := FromBrokerConfig(bc)
+	if c.NodeID != bc.NodeID || c.TopicPartitions != 12 || c.TopicMinISR != 1 || c.MaxTimeout != time.Minute ||
+		c.AbortTimedOutInterval != 250*time.Millisecond || c.IDExpiration != 7*24*time.Hour || c.InterBrokerListener == "" {
+		t.Errorf("config: %+v", c)
 	}
 }
