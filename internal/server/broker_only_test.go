@@ -81,3 +81,82 @@ func TestBrokerOnlyNodeJoins(t *testing.T) {
 		t.Fatalf("node 2 lists brokers %+v", md.Brokers)
 	}
 }
+
+// TestSeparateRoles runs a controller-only node and a broker-only node: the
+// controller node hosts no partitions and serves only the controller APIs;
+// the broker serves clients and creates topics through it.
+func TestSeparateRoles(t *testing.T) {
+	cl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := cl.Addr().String()
+	cprops := map[string]string{
+		"node.id":                   "1",
+		"process.roles":             "controller",
+		"listeners":                 "CONTROLLER://" + ctrl,
+		"controller.listener.names": "CONTROLLER",
+		"controller.quorum.voters":  "1@" + ctrl,
+		"log.dirs":                  filepath.Join(t.TempDir(), "data"),
+	}
+	ccfg, _, err := config.Load("", nil, cprops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, err := New(ccfg, testLogger(t), WithListener("CONTROLLER", cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cn.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Shutdown(context.Background())
+	if cn.Broker() != nil || cn.Logs() != nil {
+		t.Fatal("a controller-only node runs a broker")
+	}
+
+	kl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bprops := map[string]string{
+		"node.id":                   "2",
+		"process.roles":             "broker",
+		"listeners":                 "PLAINTEXT://" + kl.Addr().String(),
+		"controller.listener.names": "CONTROLLER",
+		"controller.quorum.voters":  "1@" + ctrl,
+		"log.dirs":                  filepath.Join(t.TempDir(), "data"),
+	}
+	bcfg, _, err := config.Load("", nil, bprops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bn, err := New(bcfg, testLogger(t), WithListener("PLAINTEXT", kl), WithClusterID(cn.ClusterID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bn.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer bn.Shutdown(context.Background())
+
+	c := dial(t, kl.Addr().String())
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.SetVersion(7)
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = "separate", 2, 1
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = 10000
+	resp := request(t, c, create).(*kmsg.CreateTopicsResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create through a broker-only node: %+v", resp.Topics)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	mresp := request(t, c, md).(*kmsg.MetadataResponse)
+	if len(mresp.Brokers) != 1 || mresp.Brokers[0].NodeID != 2 {
+		t.Fatalf("brokers %+v: the controller-only node must not be listed", mresp.Brokers)
+	}
+}
