@@ -139,8 +139,8 @@ func (n *Node) NodeID() int32 { return n.cfg.NodeID }
 func (n *Node) Config() *config.Config { return n.cfg }
 
 // Addr returns the bound address of the listener called name (its real
-// port when configured with port 0), or nil before Start or for an unknown
-// name.
+// port when configured with port 0), or nil for an unknown name. It may be
+// called between Start and Shutdown.
 func (n *Node) Addr(listener string) net.Addr {
 	if n.net == nil {
 		return nil
