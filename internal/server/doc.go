@@ -6,10 +6,16 @@
 //
 // Start order (Node.Start): meta.properties in every directory → the log
 // manager (every partition loaded) → listeners bound → the metadata quorum
-// (raft shares the controller listener; see sniff in listener.go) → the
+// (raft shares the controller listener; see netServer.handle in listener.go) → the
 // controller (controller role) → the controller channel → the broker (broker
 // role) → broker registration and heartbeats → client requests served.
-// Shutdown runs it backwards.
+// Shutdown stops accepting, runs the controlled shutdown, closes
+// connections, then stops the broker, the controller and the quorum, and the
+// log manager last, so that no metadata update reaches a closed log.
+//
+// Handlers must not keep references into a request after they return: a
+// decoded request aliases its frame buffer, which the connection reuses for
+// the request after next.
 //
 // Connection invariants (conn.go):
 //   - One request is processed at a time per connection and responses leave in
