@@ -106,11 +106,21 @@ func newSegmentStruct(dir string, base, interval int64, logger *slog.Logger) *se
 // files at that base (left by a crash) are replaced; a non-empty .log is an
 // error, as in Kafka.
 func createSegment(dir string, base int64, cfg LogConfig, now time.Time, jitterMs int64, logger *slog.Logger) (*segment, error) {
+	return createSegmentWithSuffix(dir, base, cfg, now, jitterMs, logger, "")
+}
+
+// createSegmentWithSuffix is createSegment with suffix appended to every
+// file name (the cleaner writes ".cleaned" segments).
+func createSegmentWithSuffix(dir string, base int64, cfg LogConfig, now time.Time, jitterMs int64, logger *slog.Logger, suffix string) (*segment, error) {
 	s := newSegmentStruct(dir, base, int64(cfg.IndexIntervalBytes), logger)
+	s.logPath += suffix
+	s.offPath += suffix
+	s.timePath += suffix
 	if st, err := os.Stat(s.logPath); err == nil && st.Size() > 0 {
 		return nil, fmt.Errorf("create segment %s: a non-empty file exists", s.logPath)
 	}
-	for _, p := range []string{s.offPath, s.timePath, segmentPath(dir, base, TxnIndexFileSuffix)} {
+	txnPath := segmentPath(dir, base, TxnIndexFileSuffix) + suffix
+	for _, p := range []string{s.offPath, s.timePath, txnPath} {
 		if err := removeIfExists(p); err != nil {
 			return nil, fmt.Errorf("create segment at %d: %w", base, err)
 		}
@@ -134,7 +144,7 @@ func createSegment(dir string, base int64, cfg LogConfig, now time.Time, jitterM
 		f.Close()
 		return nil, err
 	}
-	if s.txn, err = producerstate.OpenTxnIndex(segmentPath(dir, base, TxnIndexFileSuffix)); err != nil {
+	if s.txn, err = producerstate.OpenTxnIndex(txnPath); err != nil {
 		s.closeFiles(false)
 		return nil, err
 	}
@@ -680,8 +690,10 @@ func (s *segment) flush() error {
 }
 
 // changeSuffix renames all files of the segment from <name><oldSuffix> to
-// <name><newSuffix> (e.g. "" → ".deleted", ".cleaned" → ".swap"). A missing
-// index or txnindex file is not an error.
+// <name><newSuffix> (e.g. "" → ".deleted", ".cleaned" → ".swap"). The .log
+// file goes last, so that a .log with the new suffix implies its indexes
+// have it too (start-up relies on this to complete interrupted swaps). A
+// missing index or txnindex file is not an error.
 func (s *segment) changeSuffix(oldSuffix, newSuffix string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -693,9 +705,6 @@ func (s *segment) changeSuffix(oldSuffix, newSuffix string) error {
 		return np, nil
 	}
 	var err error
-	if s.logPath, err = rename(s.logPath); err != nil {
-		return err
-	}
 	if ix := s.idx.Load(); ix != nil {
 		for _, f := range []*indexFile{ix.off.f, ix.time.f} {
 			np := strings.TrimSuffix(f.filePath(), oldSuffix) + newSuffix
@@ -712,7 +721,11 @@ func (s *segment) changeSuffix(oldSuffix, newSuffix string) error {
 			return err
 		}
 	}
-	return s.txn.Rename(strings.TrimSuffix(s.txn.Path(), oldSuffix) + newSuffix)
+	if err := s.txn.Rename(strings.TrimSuffix(s.txn.Path(), oldSuffix) + newSuffix); err != nil {
+		return err
+	}
+	s.logPath, err = rename(s.logPath)
+	return err
 }
 
 // paths returns the current paths of the segment's files.
