@@ -351,16 +351,16 @@ func (s *segment) largestTimestamp() (int64, error) {
 // Caller holds the Log's lock. On a write error the file is cut back to its
 // previous size so that it still holds only whole batches.
 func (s *segment) append(buf []byte, batches []batchInfo) error {
+	ix, err := s.indexes()
+	if err != nil {
+		return err
+	}
 	pos := s.size.Load()
 	if _, err := s.log.WriteAt(buf, pos); err != nil {
 		if terr := s.log.Truncate(pos); terr != nil {
 			s.logger.Error("cannot cut a failed append off a segment", "file", s.name(), "position", pos, "error", terr)
 		}
 		return fmt.Errorf("write to segment %s: %w", s.name(), err)
-	}
-	ix, err := s.indexes()
-	if err != nil {
-		return err
 	}
 	if pos == 0 {
 		s.rollTs = -1
