@@ -29,3 +29,10 @@ func (c *Coordinator) APIs() []wire.API {
 func (c *Coordinator) VerifyTransaction(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, tps []storage.TopicPartition) []error {
 	return c.verifier.VerifyTransaction(ctx, transactionalID, producerID, producerEpoch, tps)
 }
+
+// ForgetPartition drops what the verifier cached for a partition; the
+// broker calls it when it becomes the partition's leader (markers written
+// while another broker led it were not seen here). See Verifier.
+func (c *Coordinator) ForgetPartition(topic string, partition int32) {
+	c.verifier.ForgetPartition(topic, partition)
+}

@@ -37,7 +37,8 @@ type Deps struct {
 	// Host gives the coordinator its partitions of __transaction_state
 	// (the broker implements it).
 	Host coordinator.Host
-	// Metadata answers who leads each partition and where brokers listen.
+	// Metadata answers who leads each partition and where brokers listen
+	// (required).
 	Metadata MetadataSource
 	// ProducerIDs allocates producer ids for new transactional ids and
 	// exhausted epochs.
@@ -75,8 +76,12 @@ type Coordinator struct {
 }
 
 // New returns a transaction coordinator; Start makes it load the partitions
-// the node leads.
+// the node leads. deps.Host and deps.Metadata are required: without them
+// New panics (a wiring mistake, not something input can cause).
 func New(cfg Config, deps Deps) *Coordinator {
+	if deps.Host == nil || deps.Metadata == nil {
+		panic("txn: New needs Deps.Host and Deps.Metadata")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
