@@ -622,3 +622,46 @@ func TestFromBrokerConfig(t *testing.T) {
 		t.Errorf("config: %+v", c)
 	}
 }
+
+func TestWriteFailures(t *testing.T) {
+	e := newEnv(t)
+	a0 := tp("a", 0)
+	p := e.initProducer("t", time.Minute)
+	part := e.c.CoordinatorFor("t")
+	l, err := e.host.Log(TransactionStateTopic, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Refused: nothing written, nothing changed, a retriable answer.
+	l.FailNextAppend(kerr.NotEnoughReplicas)
+	if err := p.addVersion(3, a0)[a0]; !isErr(err, kerr.CoordinatorNotAvailable) {
+		t.Errorf("add refused for lack of replicas: %v", err)
+	}
+	if st := e.describe("t"); st.State != "Empty" {
+		t.Errorf("state after a refused write: %s", st.State)
+	}
+	// Unknown outcome (the record is in the log, the commit wait timed
+	// out): the client retries, the partition reloads and the log decides.
+	l.FailAfterNextAppend(kerr.RequestTimedOut)
+	if err := p.addVersion(3, a0)[a0]; !isErr(err, kerr.CoordinatorNotAvailable) {
+		t.Errorf("add with an unknown outcome: %v", err)
+	}
+	e.waitLoaded()
+	if st := e.describe("t"); st.State != "Ongoing" {
+		t.Errorf("state after the reload: %s", st.State)
+	}
+	// Leadership lost under the coordinator's feet.
+	e.host.Fence(TransactionStateTopic, part, 5)
+	if err := p.end(3, true); !isErr(err, kerr.NotCoordinator) {
+		t.Errorf("EndTxn on a fenced partition: %v", err)
+	}
+	e.host.Lead(TransactionStateTopic, part, true, 6)
+	e.waitLoaded()
+	if err := p.end(3, true); err != nil {
+		t.Fatal(err)
+	}
+	e.waitState("t", CompleteCommit, 0)
+	if ms := e.data.markers(a0); len(ms) != 1 || ms[0].coordinatorEpoch != 6 {
+		t.Errorf("markers: %+v", ms)
+	}
+}
