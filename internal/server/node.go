@@ -74,6 +74,7 @@ type Node struct {
 	controller *controller.Controller
 	channel    *controller.Channel
 	broker     *broker.Broker
+	coord      *coordinators
 	life       *lifecycle
 	lifeCancel context.CancelFunc
 	lifeDone   chan struct{}

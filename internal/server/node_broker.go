@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/kmirror/kmirror/internal/broker"
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // startBroker starts the broker over the node's logs and metadata, registers
@@ -55,11 +56,12 @@ func (n *Node) startBroker(ctx context.Context) error {
 		return fmt.Errorf("waiting for the controller to unfence broker %d: %w", n.cfg.NodeID, ctx.Err())
 	}
 
+	services := append([]wire.Service{b}, n.startCoordinators()...)
 	for _, l := range n.net.listeners {
 		if slices.Contains(n.cfg.ControllerListenerNames, l.name) {
 			continue
 		}
-		if err := l.ep.enable(b); err != nil {
+		if err := l.ep.enable(services...); err != nil {
 			return err
 		}
 	}

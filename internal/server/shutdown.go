@@ -79,6 +79,7 @@ func (n *Node) teardown(hurry bool) error {
 		n.lifeCancel()
 		<-n.lifeDone
 	}
+	n.closeCoordinators()
 	if n.broker != nil {
 		if err := n.broker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close broker: %w", err))
