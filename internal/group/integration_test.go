@@ -15,10 +15,25 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/testcluster"
 )
 
 // integrationTimeout bounds each wait of the integration tests.
 const integrationTimeout = 90 * time.Second
+
+// startGroupCluster starts a one-node kmirror cluster for the integration
+// tests. The node serves the group APIs on its own client listener, so
+// clients bootstrap from it and FindCoordinator points them back at it.
+func startGroupCluster(t *testing.T, opts ...testcluster.Option) *testcluster.Cluster {
+	t.Helper()
+	opts = append([]testcluster.Option{
+		testcluster.Config("offsets.topic.replication.factor", "1"),
+		testcluster.Config("offsets.topic.num.partitions", "5"),
+		testcluster.Config("group.initial.rebalance.delay.ms", "0"),
+	}, opts...)
+	return testcluster.Start(t, opts...)
+}
 
 // ledger records which record ids consumers processed, and how often.
 type ledger struct {
@@ -272,7 +287,7 @@ func TestIntegrationGroupCooperativeSticky(t *testing.T) {
 }
 
 // externalSetup produces count records "v-<i>" to a fresh topic.
-func externalSetup(t *testing.T, topic string, count int) (*groupCluster, *kadm.Client) {
+func externalSetup(t *testing.T, topic string, count int) (*testcluster.Cluster, *kadm.Client) {
 	t.Helper()
 	gc := startGroupCluster(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(gc.Bootstrap()), kgo.ProducerBatchCompression(kgo.GzipCompression()))
