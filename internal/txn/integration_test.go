@@ -19,6 +19,49 @@ import (
 // integrationTimeout bounds each wait of the integration tests.
 const integrationTimeout = 90 * time.Second
 
+// txnCluster is a one-node kmirror cluster for the integration tests. The
+// node serves the group and transaction coordinators' APIs and
+// WriteTxnMarkers on its own client listener.
+type txnCluster struct {
+	t       *testing.T
+	cluster *testcluster.Cluster
+}
+
+func startTxnCluster(t *testing.T, opts ...testcluster.Option) *txnCluster {
+	t.Helper()
+	opts = append([]testcluster.Option{
+		testcluster.Config("offsets.topic.replication.factor", "1"),
+		testcluster.Config("offsets.topic.num.partitions", "3"),
+		testcluster.Config("group.initial.rebalance.delay.ms", "0"),
+		testcluster.Config("transaction.state.log.replication.factor", "1"),
+		testcluster.Config("transaction.state.log.min.isr", "1"),
+		testcluster.Config("transaction.state.log.num.partitions", "3"),
+	}, opts...)
+	return &txnCluster{t: t, cluster: testcluster.Start(t, opts...)}
+}
+
+// restart stops the node cleanly and starts it again on the same ports and
+// directories (testcluster keeps a node's ports across restarts, so
+// clients reconnect to the address they bootstrapped from). Each of
+// whileDown runs while the node is stopped: clients' connections are
+// closed and new ones refused.
+func (c *txnCluster) restart(whileDown ...func()) {
+	c.t.Helper()
+	node := c.cluster.Node(1)
+	addr := node.Addr()
+	node.Stop()
+	for _, f := range whileDown {
+		f()
+	}
+	node.Start()
+	if got := node.Addr(); got != addr {
+		c.t.Fatalf("node restarted on %s, clients know %s", got, addr)
+	}
+}
+
+// bootstrap is the address clients use: the node's client listener.
+func (c *txnCluster) bootstrap() string { return c.cluster.Node(1).Addr() }
+
 func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), integrationTimeout)
