@@ -1,9 +1,3 @@
-//go:build groups
-
-// This test needs the group coordinator (issue 5): kafkajs consumes only
-// through a consumer group. Remove the build constraint above in the commit
-// that adds group support, so that it joins the default run.
-
 package clients
 
 import (
