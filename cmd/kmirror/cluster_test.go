@@ -15,10 +15,8 @@ func startNode(t *testing.T, opts ...testcluster.Option) string {
 	return testcluster.Start(t, opts...).Bootstrap()
 }
 
-// startCluster starts franz-go's fake cluster (kfake) instead: for the tests
-// that check the CLI against a Kafka implementation other than ours, and for
-// those that need what kmirror does not serve yet (transactions; consumer
-// groups until the group coordinator is wired into the server).
+// startCluster starts franz-go's fake cluster (kfake) instead: only for the
+// tests that check the CLI against a Kafka implementation other than ours.
 func startCluster(t *testing.T) string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1))

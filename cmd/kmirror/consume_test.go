@@ -175,8 +175,7 @@ func TestConsumeDefaultsToNewRecords(t *testing.T) {
 }
 
 func TestConsumeReadCommitted(t *testing.T) {
-	// kfake: kmirror has no transaction coordinator yet.
-	bs := startCluster(t)
+	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "txn", "--partitions", "1", "--bootstrap-server", bs)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bs), kgo.TransactionalID("cli-test"), kgo.DefaultProduceTopic("txn"))
 	if err != nil {
