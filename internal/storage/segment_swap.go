@@ -101,6 +101,13 @@ func (s *segment) appendBatches(buf []byte) error {
 func (l *Log) replaceSegments(newSegs, oldSegs []*segment) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.replaceSegmentsLocked(newSegs, oldSegs)
+}
+
+// replaceSegmentsLocked is replaceSegments for a caller that holds l.mu: the
+// cleaner checks in the same critical section that the log was not
+// truncated and still holds oldSegs (see Log.swapCleaned).
+func (l *Log) replaceSegmentsLocked(newSegs, oldSegs []*segment) error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
