@@ -169,6 +169,7 @@ func (ix *indexFile) close() error {
 		err = cerr
 	}
 	ix.f = nil
+	ix.n.Store(0) // a lookup through a stale reference finds no entries
 	return err
 }
 
@@ -189,6 +190,7 @@ func (ix *indexFile) closeNoTrim() error {
 		err = cerr
 	}
 	ix.f = nil
+	ix.n.Store(0)
 	return err
 }
 

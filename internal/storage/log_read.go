@@ -108,7 +108,10 @@ func (l *Log) readOnce(offset, maxBytes int64, isolation FetchIsolation, minOneB
 				boundPos = p
 			}
 		}
-		limit := min(boundPos, startPos+max(remaining, 0))
+		limit := boundPos
+		if r := max(remaining, 0); r < boundPos-startPos {
+			limit = startPos + r // no overflow for a huge maxBytes
+		}
 		endPos, err := s.lastBatchEndingBy(startPos, limit, segEnd)
 		if err != nil {
 			s.release()

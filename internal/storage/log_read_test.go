@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"testing"
@@ -58,6 +59,9 @@ func TestReadBoundsAndSizes(t *testing.T) {
 		t.Fatalf("min one: size %d", r.Size)
 	}
 	// A large read crosses segment boundaries, whole batches only.
+	if r := read(0, math.MaxInt64, FetchLogEnd, false); r.Size != 40*size {
+		t.Fatalf("unbounded read: size %d", r.Size)
+	}
 	r := read(0, 1<<20, FetchLogEnd, false)
 	if r.Size != 40*size || len(r.Chunks) != l.NumSegments() {
 		t.Fatalf("full read: size %d chunks %d segments %d", r.Size, len(r.Chunks), l.NumSegments())

@@ -123,6 +123,16 @@ func (s *segment) findOffsetByTimestamp(ts, startingOffset, end int64, maxDecomp
 	}
 	_, o := ix.time.lookup(ts)
 	_, pos := ix.off.lookup(max(o, startingOffset), end)
+	r, ok, err := s.searchTimestampFrom(pos, ts, startingOffset, end, maxDecompressed)
+	if err != nil && pos > 0 && s.indexBroken(err) {
+		return s.searchTimestampFrom(0, ts, startingOffset, end, maxDecompressed)
+	}
+	return r, ok, err
+}
+
+// searchTimestampFrom scans batches from pos for the first record with
+// offset >= startingOffset and timestamp >= ts.
+func (s *segment) searchTimestampFrom(pos, ts, startingOffset, end int64, maxDecompressed int) (TimestampOffset, bool, error) {
 	sc := newHeaderScanner(s.log, pos, end)
 	defer sc.release()
 	for sc.next() {

@@ -60,7 +60,7 @@ func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origi
 			return nil, false, fmt.Errorf("append to %s: batch claims %d records, has %d: %w", tp, h.NumRecords, v.n, kerr.InvalidRecord)
 		}
 		if recompress {
-			nb, err := rebuildBatch(h, v.recs, target)
+			nb, err := recompressBatch(h, v.recs, target)
 			if err != nil {
 				return nil, false, fmt.Errorf("append to %s: recompress: %w", tp, err)
 			}
@@ -167,9 +167,9 @@ func timestampInRange(ts, now, before, after int64) bool {
 	return uint64(ts)-uint64(now) <= uint64(after) || after == math.MaxInt64
 }
 
-// rebuildBatch re-encodes a batch's records with another codec, keeping
+// recompressBatch re-encodes a batch's records with another codec, keeping
 // everything else of its header.
-func rebuildBatch(h record.Header, recs []record.Record, codec record.Codec) ([]byte, error) {
+func recompressBatch(h record.Header, recs []record.Record, codec record.Codec) ([]byte, error) {
 	b, err := record.Build(record.BatchSpec{
 		BaseOffset:           h.BaseOffset,
 		PartitionLeaderEpoch: h.PartitionLeaderEpoch,

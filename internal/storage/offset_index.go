@@ -146,20 +146,21 @@ func (ix *offsetIndex) truncateToPosition(pos int64) {
 // isFull reports whether no entry can be appended.
 func (ix *offsetIndex) isFull() bool { return ix.f.entries() >= ix.f.maxEntries() }
 
-// sanityCheck verifies what can be checked cheaply of an index loaded from
-// disk: entries are in range of the segment, the first and last in order.
+// sanityCheck verifies an index loaded from disk: every entry in range of
+// the segment, offsets and positions strictly increasing. (Whether each
+// position is a batch start is checked when a lookup scans from it.)
 func (ix *offsetIndex) sanityCheck(logSize int64) error {
 	ix.f.mu.RLock()
 	defer ix.f.mu.RUnlock()
 	n := ix.f.entries()
-	if n == 0 {
-		return nil
-	}
-	fo, fp := ix.parse(0)
-	lo, lp := ix.parse(n - 1)
-	if fo < ix.base || lo < fo || lp < fp || fp < 0 || lp >= logSize || (n > 1 && (lo == fo || lp == fp)) {
-		return fmt.Errorf("offset index %s: entries (%d,%d)..(%d,%d) impossible for base %d and log size %d: %w",
-			ix.f.path, fo, fp, lo, lp, ix.base, logSize, ErrCorruptIndex)
+	prevOff, prevPos := ix.base-1, int64(-1)
+	for i := int64(0); i < n; i++ {
+		o, p := ix.parse(i)
+		if o <= prevOff || p <= prevPos || p >= logSize {
+			return fmt.Errorf("offset index %s: entry %d (%d, %d) impossible after (%d, %d) for base %d and log size %d: %w",
+				ix.f.path, i, o, p, prevOff, prevPos, ix.base, logSize, ErrCorruptIndex)
+		}
+		prevOff, prevPos = o, p
 	}
 	return nil
 }

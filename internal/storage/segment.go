@@ -247,6 +247,15 @@ func (s *segment) openIndexesLocked() (*segmentIndexes, error) {
 	if err := tm.sanityCheck(math.MaxInt64); err != nil {
 		return ix, err
 	}
+	if tm.f.entries() == 0 && size > 0 {
+		// A segment with timestamped batches always has a final time index
+		// entry (added when it stopped being active): an empty index lost it.
+		sc := newHeaderScanner(s.log, 0, size)
+		defer sc.release()
+		if sc.next() && sc.h.MaxTimestamp >= 0 {
+			return ix, fmt.Errorf("time index %s is empty for a non-empty segment: %w", s.timePath, ErrCorruptIndex)
+		}
+	}
 	return ix, nil
 }
 
@@ -405,14 +414,56 @@ func (s *segment) translate(offset, end int64) (pos int64, h record.Header, foun
 		return 0, h, false, err
 	}
 	_, p := ix.off.lookup(offset, end)
-	sc := newHeaderScanner(s.log, p, end)
-	defer sc.release()
-	for sc.next() {
-		if sc.h.LastOffset() >= offset {
-			return sc.batchPos, sc.h, true, nil
+	for {
+		sc := newHeaderScanner(s.log, p, end)
+		for sc.next() {
+			if sc.h.LastOffset() >= offset {
+				pos, h := sc.batchPos, sc.h
+				sc.release()
+				return pos, h, true, nil
+			}
 		}
+		err := sc.Err()
+		sc.release()
+		if err != nil && p > 0 && s.indexBroken(err) {
+			p = 0 // the entry did not point at a batch: scan from the start
+			continue
+		}
+		return end, h, false, err
 	}
-	return end, h, false, sc.Err()
+}
+
+// indexBroken handles a scan that failed from a position the offset index
+// gave: if the index is at fault (the segment scans fine from its start), an
+// inactive segment's indexes are rebuilt. It reports whether the caller
+// should retry from position 0.
+func (s *segment) indexBroken(scanErr error) bool {
+	sc := newHeaderScanner(s.log, 0, s.size.Load())
+	for sc.next() {
+	}
+	err := sc.Err()
+	sc.release()
+	if err != nil {
+		return false // the segment itself is damaged
+	}
+	s.logger.Warn("offset index entry does not point at a batch", "file", s.name(), "error", scanErr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.indexCap != 0 {
+		return true // active: keep the index (the appender uses it), scan instead
+	}
+	old := s.idx.Load()
+	ix, err := s.rebuildIndexesLocked()
+	if err != nil {
+		s.logger.Warn("rebuilding index failed", "file", s.logPath, "error", err)
+		return true
+	}
+	s.idx.Store(ix)
+	if old != nil {
+		old.off.f.closeNoTrim()
+		old.time.f.closeNoTrim()
+	}
+	return true
 }
 
 // lastBatchEndingBy returns the largest batch boundary in [from, limit]
@@ -427,16 +478,23 @@ func (s *segment) lastBatchEndingBy(from, limit, end int64) (int64, error) {
 	if p < from {
 		p = from
 	}
-	sc := newHeaderScanner(s.log, p, end)
-	defer sc.release()
-	endPos := p
-	for sc.next() {
-		if sc.pos > limit {
-			break
+	for {
+		sc := newHeaderScanner(s.log, p, end)
+		endPos := p
+		for sc.next() {
+			if sc.pos > limit {
+				break
+			}
+			endPos = sc.pos
 		}
-		endPos = sc.pos
+		err := sc.Err()
+		sc.release()
+		if err != nil && p > from && s.indexBroken(err) {
+			p = from
+			continue
+		}
+		return endPos, err
 	}
-	return endPos, sc.Err()
 }
 
 // readNextOffset computes the offset after the last batch (base if empty),
@@ -451,23 +509,30 @@ func (s *segment) readNextOffset() (int64, error) {
 	if p >= size {
 		p = 0
 	}
-	sc := newHeaderScanner(s.log, p, size)
-	defer sc.release()
-	next := s.base
-	for sc.next() {
-		next = sc.h.NextOffset()
+	for {
+		sc := newHeaderScanner(s.log, p, size)
+		next := s.base
+		for sc.next() {
+			next = sc.h.NextOffset()
+		}
+		err := sc.Err()
+		sc.release()
+		if err != nil && p > 0 && s.indexBroken(err) {
+			p = 0
+			continue
+		}
+		return next, err
 	}
-	return next, sc.Err()
 }
 
 // loadAppendState prepares a segment loaded from disk to be the active one:
 // full-capacity indexes, the next offset, the timestamps rolling uses.
 func (s *segment) loadAppendState(cfg LogConfig, jitterMs int64) error {
-	if err := s.makeActive(int64(cfg.SegmentIndexBytes)); err != nil {
+	next, err := s.readNextOffset() // may rebuild a broken index while inactive
+	if err != nil {
 		return err
 	}
-	next, err := s.readNextOffset()
-	if err != nil {
+	if err := s.makeActive(int64(cfg.SegmentIndexBytes)); err != nil {
 		return err
 	}
 	s.nextOffset = next
@@ -584,12 +649,19 @@ func (s *segment) cutPoint(offset int64) (pos, end int64, err error) {
 		return 0, 0, err
 	}
 	_, p := ix.off.lookupPosition(pos)
-	sc := newHeaderScanner(s.log, p, pos)
-	defer sc.release()
-	for sc.next() {
-		end = sc.h.NextOffset()
+	for {
+		sc := newHeaderScanner(s.log, p, pos)
+		for sc.next() {
+			end = sc.h.NextOffset()
+		}
+		err := sc.Err()
+		sc.release()
+		if err != nil && p > 0 && s.indexBroken(err) {
+			p, end = 0, s.base
+			continue
+		}
+		return pos, end, err
 	}
-	return pos, end, sc.Err()
 }
 
 // truncateTo removes the batches holding offsets >= offset (the batch that

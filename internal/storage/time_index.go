@@ -128,20 +128,20 @@ func (ix *timeIndex) truncateTo(offset int64) {
 // isFull reports whether no entry can be appended.
 func (ix *timeIndex) isFull() bool { return ix.f.entries() >= ix.f.maxEntries() }
 
-// sanityCheck verifies what can be checked cheaply of an index loaded from
-// disk.
+// sanityCheck verifies an index loaded from disk: offsets in range of the
+// segment, timestamps and offsets strictly increasing.
 func (ix *timeIndex) sanityCheck(nextOffset int64) error {
 	ix.f.mu.RLock()
 	defer ix.f.mu.RUnlock()
 	n := ix.f.entries()
-	if n == 0 {
-		return nil
-	}
-	ft, fo := ix.parse(0)
-	lt, lo := ix.parse(n - 1)
-	if fo < ix.base || lo < fo || lt < ft || lo >= nextOffset || (n > 1 && (lt == ft || lo == fo)) {
-		return fmt.Errorf("time index %s: entries (%d,%d)..(%d,%d) impossible for base %d and next offset %d: %w",
-			ix.f.path, ft, fo, lt, lo, ix.base, nextOffset, ErrCorruptIndex)
+	prevTs, prevOff := int64(-1), ix.base-1
+	for i := int64(0); i < n; i++ {
+		t, o := ix.parse(i)
+		if t <= prevTs || o <= prevOff || o >= nextOffset {
+			return fmt.Errorf("time index %s: entry %d (%d, %d) impossible after (%d, %d) for base %d: %w",
+				ix.f.path, i, t, o, prevTs, prevOff, ix.base, ErrCorruptIndex)
+		}
+		prevTs, prevOff = t, o
 	}
 	return nil
 }
