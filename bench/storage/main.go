@@ -9,22 +9,19 @@ import (
 	"testing"
 )
 
-// Usage: go run ./bench/storage [-runs 3] [-dir DIR] [-only 16KiB]
+// Usage: go run ./bench/storage [-runs 5] [-dir DIR] [-only 16KiB] [-v]
 //
-// Every scenario runs its log and raw sides alternately, -runs times each,
-// and reports the median throughput of each side, the ratio of the medians,
-// and the spread (min..max) of the per-run ratios as the run-to-run noise.
+// Every scenario runs its raw and log sides alternately, -runs times each,
+// each run writing (or reading) the same fixed amount of data, and reports
+// the median throughput of each side, the ratio of the medians, and the
+// spread (min..max) of the per-run ratios as the run-to-run noise.
 func main() {
-	runs := flag.Int("runs", 3, "runs of each side of each scenario")
+	runs := flag.Int("runs", 5, "runs of each side of each scenario")
 	dir := flag.String("dir", "", "directory for the files (default: a temporary directory)")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
-	benchtime := flag.String("benchtime", "2s", "time per run (Go benchmark -benchtime syntax)")
+	verbose := flag.Bool("v", false, "print every run")
 	flag.Parse()
 	testing.Init()
-	if err := flag.Set("test.benchtime", *benchtime); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
 	base := *dir
 	if base == "" {
 		d, err := os.MkdirTemp("", "kmirror-bench-storage-")
@@ -57,10 +54,21 @@ func main() {
 				continue
 			}
 			var logs, raws, ratios []float64
+			n := sc.appends
+			if p.what == "read" {
+				n = reads
+			}
+			if err := flag.Set("test.benchtime", fmt.Sprintf("%dx", n)); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
 			for r := 0; r < *runs; r++ {
 				raw := mbps(testing.Benchmark(func(b *testing.B) { p.raw(b, sc, base) }))
 				lg := mbps(testing.Benchmark(func(b *testing.B) { p.log(b, sc, base) }))
 				raws, logs = append(raws, raw), append(logs, lg)
+				if *verbose {
+					fmt.Printf("  run %d %s %s: raw %.0f log %.0f MB/s\n", r, p.what, sc.name, raw, lg)
+				}
 				ratios = append(ratios, lg/raw)
 			}
 			rm, lm := median(raws), median(logs)

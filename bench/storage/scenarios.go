@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,14 +32,21 @@ type scenario struct {
 	name      string
 	batchRecs int  // records of recordSize per batch
 	sync      bool // fsync after every append (flush.messages=1) on both sides
+	// appends is how many batches one measured append run writes: a fixed
+	// amount of data (below one 1 GiB segment, so no roll and its fsync of
+	// the old segment lands in the window), the same for both sides.
+	appends int
 }
 
 var scenarios = []scenario{
-	{"16KiB", 16, false},
-	{"1MiB", 1024, false},
-	{"16KiB-fsync", 16, true},
-	{"1MiB-fsync", 1024, true},
+	{"16KiB", 16, false, 40000},     // ~640 MiB
+	{"1MiB", 1024, false, 600},      // ~640 MiB
+	{"16KiB-fsync", 16, true, 3000}, // ~50 MiB, 3000 fsyncs
+	{"1MiB-fsync", 1024, true, 300}, // ~320 MiB, 300 fsyncs
 }
+
+// reads is how many fetches one measured read run makes.
+const reads = 4096
 
 // makeBatch builds one uncompressed batch of n records of recordSize random
 // bytes (random so no layer below can compress it away).
@@ -98,7 +106,8 @@ func benchLogAppend(b *testing.B, sc scenario, dir string) {
 // default segment.bytes.
 const rawSegmentBytes = 1 << 30
 
-// benchRawAppend pwrites the same bytes b.N times into 1 GiB files.
+// benchRawAppend pwrites the same bytes b.N times into 1 GiB files, syncing
+// each finished file in the background as the log does at a roll.
 func benchRawAppend(b *testing.B, sc scenario, dir string) {
 	batch := makeBatch(sc.batchRecs)
 	rawDir := filepath.Join(dir, "raw")
@@ -108,9 +117,16 @@ func benchRawAppend(b *testing.B, sc scenario, dir string) {
 	defer os.RemoveAll(rawDir)
 	var f *os.File
 	var pos int64
+	// Like the log at a roll, sync a finished file in the background.
+	var bg sync.WaitGroup
+	defer bg.Wait()
 	next := func(i int) {
 		if f != nil {
-			f.Close()
+			old := f
+			bg.Go(func() {
+				_ = unix.Fdatasync(int(old.Fd()))
+				old.Close()
+			})
 		}
 		var err error
 		f, err = os.OpenFile(filepath.Join(rawDir, fmt.Sprintf("%020d.raw", i)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -121,6 +137,7 @@ func benchRawAppend(b *testing.B, sc scenario, dir string) {
 	}
 	next(0)
 	defer func() { f.Close() }()
+	defer bg.Wait()
 	b.SetBytes(int64(len(batch)))
 	settle()
 	b.ResetTimer()
