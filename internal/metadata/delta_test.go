@@ -257,6 +257,53 @@ func TestPartitionChangeBumpsEpochsLikeKafka(t *testing.T) {
 	}
 }
 
+// TestPartitionChangeMinLeaderEpoch checks kmirror's explicit epoch bump: the
+// new leader epoch is max(old+1, LeaderEpoch), the leader stays unless Leader
+// is set, and the change counts as a leader change.
+func TestPartitionChangeMinLeaderEpoch(t *testing.T) {
+	_, im := apply(t, EmptyImage(), 1, createTopic("a", topicA, 1, 1, 2, 3)...)
+	state := func(im *Image) PartitionState {
+		s, _ := mustTopic(t, im, "a").Partition(0)
+		return s
+	}
+	steps := []struct {
+		change      *PartitionChangeRecord
+		leader      int32
+		leaderEpoch int32
+		pEpoch      int32
+	}{
+		// Above the current epoch: jumps to it; same leader.
+		{&PartitionChangeRecord{LeaderEpoch: i32(40)}, 1, 40, 1},
+		// At or below the current epoch: an ordinary bump by one.
+		{&PartitionChangeRecord{LeaderEpoch: i32(40)}, 1, 41, 2},
+		{&PartitionChangeRecord{LeaderEpoch: i32(0)}, 1, 42, 3},
+		// With a new leader: both apply.
+		{&PartitionChangeRecord{Leader: i32(2), LeaderEpoch: i32(100)}, 2, 100, 4},
+		{&PartitionChangeRecord{Leader: i32(3), LeaderEpoch: i32(7)}, 3, 101, 5},
+	}
+	cur := im
+	for i, st := range steps {
+		st.change.TopicID, st.change.Partition = topicA, 0
+		prev := state(cur)
+		var d *Delta
+		d, cur = apply(t, cur, uint64(2+i), st.change)
+		s := state(cur)
+		if s.Leader != st.leader || s.LeaderEpoch != st.leaderEpoch || s.PartitionEpoch != st.pEpoch || !slices.Equal(s.ISR, prev.ISR) {
+			t.Fatalf("step %d: got %+v, want leader %d epochs %d/%d", i, s, st.leader, st.leaderEpoch, st.pEpoch)
+		}
+		if got := d.ChangedPartitions(topicA); !slices.Equal(got, []int32{0}) {
+			t.Fatalf("step %d: ChangedPartitions %v", i, got)
+		}
+	}
+	d := NewDelta(cur)
+	mustReject(t, d, &PartitionChangeRecord{TopicID: topicA, LeaderEpoch: i32(-1)}, 20, kerr.InvalidRequest)
+	// Through a snapshot: the epoch survives as the partition's state.
+	_, again := apply(t, EmptyImage(), 1, cur.ToRecords()...)
+	if s := state(again); s.LeaderEpoch != 101 || s.Leader != 3 {
+		t.Fatalf("after snapshot: %+v", s)
+	}
+}
+
 func TestConfigsAndMirrors(t *testing.T) {
 	ordersRes := ConfigResource{ResourceTopic, "orders"}
 	mirrorRes := ConfigResource{ResourceMirror, "east"}

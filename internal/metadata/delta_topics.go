@@ -163,7 +163,8 @@ func (d *Delta) replayPartition(x *PartitionRecord, off uint64) error {
 
 // replayPartitionChange merges a change the way Kafka does: nil fields keep
 // their value, a set Leader (any value) bumps the leader epoch, and every
-// change bumps the partition epoch.
+// change bumps the partition epoch. kmirror's LeaderEpoch raises the leader
+// epoch to max(old+1, LeaderEpoch), with or without a new Leader.
 func (d *Delta) replayPartitionChange(x *PartitionChangeRecord, off uint64) error {
 	name, partition, ok := d.topicByID(x.TopicID)
 	if !ok {
@@ -186,15 +187,23 @@ func (d *Delta) replayPartitionChange(x *PartitionChangeRecord, off uint64) erro
 	if x.AddingReplicas != nil {
 		s.AddingReplicas = cloneInt32s(x.AddingReplicas)
 	}
-	if x.Leader != nil {
-		if *x.Leader < NoLeader {
+	if x.Leader != nil || x.LeaderEpoch != nil {
+		if x.Leader != nil && *x.Leader < NoLeader {
 			return replayErr(x, off, kerr.InvalidRequest, "%s-%d: leader %d", name, x.Partition, *x.Leader)
+		}
+		if x.LeaderEpoch != nil && *x.LeaderEpoch < 0 {
+			return replayErr(x, off, kerr.InvalidRequest, "%s-%d: minimum leader epoch %d is negative", name, x.Partition, *x.LeaderEpoch)
 		}
 		if s.LeaderEpoch == math.MaxInt32 {
 			return replayErr(x, off, kerr.InvalidRequest, "%s-%d: leader epoch would overflow", name, x.Partition)
 		}
-		s.Leader = *x.Leader
+		if x.Leader != nil {
+			s.Leader = *x.Leader
+		}
 		s.LeaderEpoch++
+		if x.LeaderEpoch != nil && *x.LeaderEpoch > s.LeaderEpoch {
+			s.LeaderEpoch = *x.LeaderEpoch
+		}
 	}
 	if x.LeaderRecoveryState != nil {
 		s.LeaderRecoveryState = *x.LeaderRecoveryState

@@ -53,6 +53,8 @@ func sampleRecords() []Record {
 		&PartitionChangeRecord{TopicID: testUUID(2), Partition: 1, ISR: []int32{1, 3}, Leader: i32(3),
 			Replicas: []int32{1, 3}, RemovingReplicas: []int32{}, AddingReplicas: []int32{9}, LeaderRecoveryState: lrs(Recovered)},
 		&PartitionChangeRecord{TopicID: testUUID(2), Partition: 2, Leader: i32(NoLeader)},
+		&PartitionChangeRecord{TopicID: testUUID(2), Partition: 3, LeaderEpoch: i32(1 << 20)},
+		&PartitionChangeRecord{TopicID: testUUID(2), Partition: 3, Leader: i32(2), ISR: []int32{2}, LeaderEpoch: i32(0)},
 		&PartitionChangeRecord{TopicID: testUUID(2), Partition: 2},
 		&RemoveTopicRecord{ID: testUUID(2)},
 		SetConfig(ConfigResource{ResourceTopic, "orders"}, "retention.ms", "1000"),
@@ -108,6 +110,9 @@ func TestRecordWireFormat(t *testing.T) {
 		// Leader=3 is tag 1 (4 bytes), Isr is tag 0 (compact array of one).
 		{&PartitionChangeRecord{TopicID: id, Partition: 7, ISR: []int32{3}, Leader: i32(3)},
 			cat([]byte{1, 5, 0}, []byte{0, 0, 0, 7}, id[:], []byte{2, 0, 5, 2, 0, 0, 0, 3, 1, 4, 0, 0, 0, 3})},
+		// kmirror's minimum leader epoch is tag 0x4b4e (varint 0xce 0x96 0x01).
+		{&PartitionChangeRecord{TopicID: id, Partition: 7, LeaderEpoch: i32(9)},
+			cat([]byte{1, 5, 0}, []byte{0, 0, 0, 7}, id[:], []byte{1, 0xce, 0x96, 0x01, 4, 0, 0, 0, 9})},
 		{RemoveConfig(ConfigResource{ResourceTopic, "t"}, "k"),
 			[]byte{1, 4, 0, 2, 2, 't', 2, 'k', 0, 0}},
 		{&BrokerRegistrationChangeRecord{BrokerID: 1, BrokerEpoch: 2, Fenced: FencingUnfence},

@@ -129,6 +129,13 @@ func (x *PartitionRecord) readFields(r *reader, v int16) {
 // Leader (to any value, even the current leader or NoLeader) also bumps the
 // leader epoch, which is how Kafka's controller fences the old leader.
 // Written at Kafka's version 0; versions 0-2 decode.
+//
+// LeaderEpoch is kmirror's own field (tagged field MinLeaderEpochTag, which
+// Kafka does not define): when set, the new leader epoch is at least its
+// value, max(old+1, LeaderEpoch), and the record is a leader change even if
+// Leader is nil (the leader stays). A mirrored partition holds the source's
+// leader epochs in its log; failing it over needs its own epoch above all of
+// them, which an ordinary bump by one may not reach.
 type PartitionChangeRecord struct {
 	TopicID          Uuid
 	Partition        int32
@@ -139,7 +146,16 @@ type PartitionChangeRecord struct {
 	AddingReplicas   []int32 // nil: unchanged
 	// LeaderRecoveryState is nil when unchanged.
 	LeaderRecoveryState *LeaderRecoveryState
+	// LeaderEpoch is nil for an ordinary change; otherwise the least leader
+	// epoch the partition has after it (kmirror's explicit epoch bump).
+	LeaderEpoch *int32
 }
+
+// MinLeaderEpochTag is the tagged field of PartitionChangeRecord.LeaderEpoch.
+// Kafka's own tags of the record are 0 to 8; kmirror's numbers are far above
+// them (0x4b4d, "KM", is the internal-topic tag of CreateTopics), so that a
+// future Kafka tag cannot collide with it.
+const MinLeaderEpochTag uint32 = 0x4b4e
 
 // noLeaderChange is the wire value of an unchanged leader.
 const noLeaderChange int32 = -2
@@ -169,6 +185,9 @@ func (x *PartitionChangeRecord) appendFields(b []byte) []byte {
 	if x.LeaderRecoveryState != nil && *x.LeaderRecoveryState != -1 {
 		tags = append(tags, taggedField{5, []byte{byte(*x.LeaderRecoveryState)}})
 	}
+	if x.LeaderEpoch != nil {
+		tags = append(tags, taggedField{MinLeaderEpochTag, appendInt32(nil, *x.LeaderEpoch)})
+	}
 	return appendTags(b, tags...)
 }
 
@@ -197,6 +216,9 @@ func (x *PartitionChangeRecord) readFields(r *reader, _ int16) {
 			} else {
 				x.LeaderRecoveryState = nil
 			}
+		case MinLeaderEpochTag:
+			e := fr.int32("LeaderEpoch")
+			x.LeaderEpoch = &e
 		default:
 			return false
 		}
