@@ -71,6 +71,11 @@ type Options struct {
 	// MaxDecompressedBytes bounds the decompressed size of a batch when the
 	// leader validates it (0: record.DefaultMaxDecompressed).
 	MaxDecompressedBytes int
+	// OnTruncate, if set, is called under the log's lock with the new log
+	// end offset after every truncation (TruncateTo, TruncateFullyAndStartAt),
+	// so that the Manager moves the cleaner checkpoint back before anything
+	// is appended again (Kafka's maybeTruncateCheckpoint).
+	OnTruncate func(newEnd int64)
 }
 
 // AppendOrigin says who produced an append: it decides the validation, as

@@ -67,6 +67,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 		return err
 	}
 	l.publishEnd()
+	l.notifyTruncated()
 	leo := l.LogEndOffset()
 	if err := l.epochs.truncateFromEnd(leo); err != nil {
 		return err
@@ -117,6 +118,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.setSegments([]*segment{s})
 	l.publishEnd()
+	l.notifyTruncated()
 	l.logStart.Store(offset)
 	l.hw.Store(offset)
 	l.recoveryPoint.Store(offset)
@@ -171,4 +173,12 @@ func (l *Log) advanceLogStartLocked(offset int64) error {
 	l.psm.OnLogStartOffsetIncremented(offset)
 	l.updateFirstUnstableLocked()
 	return nil
+}
+
+// notifyTruncated tells the Options.OnTruncate hook the new log end offset.
+// Caller holds mu, right after a truncation published its new end.
+func (l *Log) notifyTruncated() {
+	if l.opts.OnTruncate != nil {
+		l.opts.OnTruncate(l.LogEndOffset())
+	}
 }
