@@ -20,7 +20,9 @@ var servedAPIs = []servedAPI{
 	{key: 20, min: 0, max: 6}, // DeleteTopics
 	{key: 33, min: 0, max: 2}, // AlterConfigs
 	{key: 37, min: 0, max: 3}, // CreatePartitions
+	{key: 43, min: 0, max: 2}, // ElectLeaders
 	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
+	{key: 56, min: 0, max: 3}, // AlterPartition
 	{key: 62, min: 0, max: 4}, // BrokerRegistration
 	{key: 63, min: 0, max: 1}, // BrokerHeartbeat
 	{key: 67, min: 0, max: 0}, // AllocateProducerIds
@@ -107,6 +109,27 @@ func errorResponse(req kmsg.Request, err error) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
 		resp.Version, resp.ErrorCode, resp.IsFenced = r.Version, code, true
 		return resp, nil
+	case *kmsg.AlterPartitionRequest:
+		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
+		resp.Version, resp.ErrorCode = r.Version, code
+		return resp, nil
+	case *kmsg.ElectLeadersRequest:
+		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+		resp.Version = r.Version
+		if r.Version >= 1 {
+			resp.ErrorCode = code
+		}
+		for _, t := range r.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.ErrorMessage = p, code, msg
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	}
 	return nil, fmt.Errorf("controller does not serve API key %d: %w", req.Key(), kerr.UnsupportedVersion)
 }
@@ -133,6 +156,26 @@ func hasNotController(resp kmsg.Response) bool {
 		return r.ErrorCode == nc
 	case *kmsg.BrokerHeartbeatResponse:
 		return r.ErrorCode == nc
+	case *kmsg.AlterPartitionResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		for _, t := range r.Topics {
+			if slices.ContainsFunc(t.Partitions, func(p kmsg.AlterPartitionResponseTopicPartition) bool { return p.ErrorCode == nc }) {
+				return true
+			}
+		}
+		return false
+	case *kmsg.ElectLeadersResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		for _, t := range r.Topics {
+			if slices.ContainsFunc(t.Partitions, func(p kmsg.ElectLeadersResponseTopicPartition) bool { return p.ErrorCode == nc }) {
+				return true
+			}
+		}
+		return false
 	}
 	return false
 }

@@ -68,6 +68,7 @@ type Controller struct {
 	active   bool
 	sessions map[int32]*session
 	rnd      *mrand.Rand
+	maint    maintenance
 
 	// activeFlag mirrors active for lock-free IsActive.
 	activeFlag atomic.Bool
@@ -161,6 +162,7 @@ func (c *Controller) run() {
 	for {
 		c.followLeadership()
 		c.fenceStaleBrokers()
+		c.maintain()
 		select {
 		case <-c.life.Done():
 			return
@@ -340,6 +342,10 @@ func (c *Controller) serve(_ context.Context, req kmsg.Request, internal bool) (
 		return c.registerBroker(r)
 	case *kmsg.BrokerHeartbeatRequest:
 		return c.brokerHeartbeat(r)
+	case *kmsg.AlterPartitionRequest:
+		return c.alterPartition(r)
+	case *kmsg.ElectLeadersRequest:
+		return c.electLeaders(r)
 	}
 	return nil, fmt.Errorf("controller: unexpected request type %T", req)
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -120,6 +121,9 @@ func (d *createTopicsDecision) topic(t kmsg.CreateTopicsRequestTopic) ([]metadat
 	replicas, err := d.assign(t)
 	if err != nil {
 		return nil, res, err
+	}
+	if d.internal && IsInternalTopic(t.Topic) {
+		capMinISR(overrides, len(replicas[0]))
 	}
 
 	id := d.v.newID()
@@ -361,4 +365,20 @@ func (c *Controller) createTopics(req *kmsg.CreateTopicsRequest, internal bool) 
 		return errorResponse(req, err)
 	}
 	return resp, nil
+}
+
+// capMinISR lowers an internal topic's min.insync.replicas to its
+// replication factor: the factor is capped by the usable brokers (a small
+// cluster still gets its internal topics), and a min.insync.replicas above
+// it (transaction.state.log.min.isr is 2 by default) would refuse every
+// write to the topic.
+func capMinISR(overrides map[string]string, rf int) {
+	const key = "min.insync.replicas"
+	v, ok := overrides[key]
+	if !ok {
+		return
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > rf {
+		overrides[key] = strconv.Itoa(rf)
+	}
 }

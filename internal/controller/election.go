@@ -25,9 +25,10 @@ import (
 //     for any PartitionChangeRecord that sets Leader), which fences the old
 //     leader. An ISR shrink alone does not, as in Kafka 3.6 and later.
 //
-// AlterPartition (ISR changes from leaders), ElectLeaders and preferred
-// leader rebalancing are later additions to this file family; they use
-// electPartition with their own acceptable sets.
+// ISR changes asked for by leaders are in alter_partition.go, elections
+// asked for by operators in elect_leaders.go, and the elections the
+// controller starts by itself (preferred leader balancing, unclean
+// elections once a topic allows them) in rebalance.go.
 
 // electPartition returns the change a partition needs once broker out (or
 // -1 for none) has left and acceptable says who may lead, or nil when it

@@ -50,7 +50,12 @@ func fuzzSeeds() []kmsg.Request {
 	ia := incrReq(incr(topicT, "a", op(appendOp, "cleanup.policy", ptr("compact")), op(del, "retention.ms", nil)),
 		incr(brokerT, "", op(set, "log.cleaner.threads", ptr("4"))))
 	hb := hbReq(1, 11, 100, false, true)
-	return []kmsg.Request{ct, ct5, dt, dt6, cp, ac, ia, allocReq(1, 11), regReq(4, 4), hb}
+	ap := apReq(3, 1, 11, metadata.Uuid{0: 7, 15: 1}, 0, 0, 0, metadata.Recovered, m(1))
+	ap1 := apReq(1, 2, 12, metadata.Uuid{0: 7, 15: 1}, 1, 0, 0, metadata.Recovered, m(2), m(3))
+	el := electReq(2, electPreferred, map[string][]int32{"t": {0, 1}})
+	el.Topics[0].Topic = "a"
+	el0 := electReq(0, 0, nil)
+	return []kmsg.Request{ct, ct5, dt, dt6, cp, ac, ia, allocReq(1, 11), regReq(4, 4), hb, ap, ap1, el, el0}
 }
 
 // FuzzDecisions feeds arbitrary controller requests (a request frame
@@ -98,6 +103,10 @@ func decideFrame(t *testing.T, img *metadata.Image, reg *wire.Registry, cfg *con
 		resp, _ = errorResponse(r, err)
 	case *kmsg.BrokerHeartbeatRequest:
 		recs, _, resp = decideHeartbeat(v, r, heartbeatInput{registrationOffset: 3, shutdownOffset: 3, lowestActiveOffset: 2})
+	case *kmsg.AlterPartitionRequest:
+		recs, resp = decideAlterPartition(v, r)
+	case *kmsg.ElectLeadersRequest:
+		recs, resp = decideElectLeaders(v, r)
 	default:
 		t.Fatalf("registry produced %T", req)
 	}
