@@ -213,3 +213,16 @@ func TestCheckHostPort(t *testing.T) {
 		}
 	}
 }
+
+func TestNeverSyncedTopicConfigs(t *testing.T) {
+	for _, name := range []string{"mirror.name", "min.insync.replicas", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} {
+		if SyncsTopicConfig(name) {
+			t.Errorf("%s is synced", name)
+		}
+	}
+	for _, name := range []string{"retention.ms", "cleanup.policy", "max.message.bytes"} {
+		if !SyncsTopicConfig(name) {
+			t.Errorf("%s is not synced", name)
+		}
+	}
+}
