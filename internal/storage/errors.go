@@ -26,3 +26,7 @@ var (
 	// or metadata file.
 	ErrCorruptCheckpoint = errors.New("storage: corrupt checkpoint file")
 )
+
+// errRefused marks an append refused by a check that completed only after
+// the bytes were written (see crcCheck): the log is unchanged and healthy.
+var errRefused = errors.New("append refused")

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -46,7 +47,7 @@ type AppendInfo struct {
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, error) {
 	cfg := l.Config()
 	now := l.now()
-	in, rebuilt, err := validateLeaderInput(l.tp, batches, cfg, origin, now.UnixMilli(), l.maxDecompressed())
+	in, rebuilt, crc, err := validateLeaderInput(l.tp, batches, cfg, origin, now.UnixMilli(), l.maxDecompressed())
 	if err != nil {
 		return AppendInfo{}, err
 	}
@@ -65,9 +66,14 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32, origin AppendOri
 		}
 	}
 	l.mu.Lock()
-	info, err := l.appendLeaderLocked(in, buf, leaderEpoch, origin, cfg, now)
+	info, err := l.appendLeaderLocked(in, buf, leaderEpoch, origin, cfg, now, crc)
 	flush := err == nil && !info.Duplicate && l.LogEndOffset()-l.recoveryPoint.Load() >= cfg.FlushMessages
 	l.mu.Unlock()
+	// A corrupt batch is reported as such, whatever else stopped the append
+	// (a duplicate is only answered for intact input).
+	if cerr := crc.wait(); cerr != nil {
+		return AppendInfo{}, fmt.Errorf("append to %s: %w", l.tp, cerr)
+	}
 	if flush {
 		if err := l.flushTo(info.LastOffset + 1); err != nil {
 			return info, err
@@ -76,7 +82,7 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32, origin AppendOri
 	return info, err
 }
 
-func (l *Log) appendLeaderLocked(in []inBatch, buf []byte, leaderEpoch int32, origin AppendOrigin, cfg LogConfig, now time.Time) (AppendInfo, error) {
+func (l *Log) appendLeaderLocked(in []inBatch, buf []byte, leaderEpoch int32, origin AppendOrigin, cfg LogConfig, now time.Time, crc *crcCheck) (AppendInfo, error) {
 	if err := l.writableLocked(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -115,7 +121,7 @@ func (l *Log) appendLeaderLocked(in []inBatch, buf []byte, leaderEpoch int32, or
 			return AppendInfo{}, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
 	}
-	if err := l.writeBatchesLocked(in, buf, cfg, now); err != nil {
+	if err := l.writeBatchesLocked(in, buf, cfg, now, crc); err != nil {
 		return AppendInfo{}, err
 	}
 	if err := l.afterWriteLocked(a, in); err != nil {
@@ -137,19 +143,23 @@ func (l *Log) appendLeaderLocked(in []inBatch, buf []byte, leaderEpoch int32, or
 // validation. A trailing partial batch (fetch responses may end in one) is
 // ignored. With no whole batch, nothing happens and FirstOffset is -1.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
-	in, total, err := validateFollowerInput(l.tp, batches)
+	in, total, crc, err := validateFollowerInput(l.tp, batches)
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	defer crc.wait() // on every path, before the caller may reuse batches
 	if len(in) == 0 {
 		return AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1,
 			LogAppendTime: -1, LogStartOffset: l.logStart.Load()}, nil
 	}
 	cfg := l.Config()
 	l.mu.Lock()
-	info, err := l.appendFollowerLocked(in, batches[:total], cfg)
+	info, err := l.appendFollowerLocked(in, batches[:total], cfg, crc)
 	flush := err == nil && l.LogEndOffset()-l.recoveryPoint.Load() >= cfg.FlushMessages
 	l.mu.Unlock()
+	if cerr := crc.wait(); cerr != nil {
+		return AppendInfo{}, fmt.Errorf("append to %s: %w", l.tp, cerr)
+	}
 	if flush {
 		if err := l.flushTo(info.LastOffset + 1); err != nil {
 			return info, err
@@ -158,7 +168,7 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	return info, err
 }
 
-func (l *Log) appendFollowerLocked(in []inBatch, buf []byte, cfg LogConfig) (AppendInfo, error) {
+func (l *Log) appendFollowerLocked(in []inBatch, buf []byte, cfg LogConfig, crc *crcCheck) (AppendInfo, error) {
 	if err := l.writableLocked(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -172,7 +182,7 @@ func (l *Log) appendFollowerLocked(in []inBatch, buf []byte, cfg LogConfig) (App
 			return AppendInfo{}, fmt.Errorf("append to %s: %w", l.tp, err)
 		}
 	}
-	if err := l.writeBatchesLocked(in, buf, cfg, l.now()); err != nil {
+	if err := l.writeBatchesLocked(in, buf, cfg, l.now(), crc); err != nil {
 		return AppendInfo{}, err
 	}
 	if err := l.afterWriteLocked(a, in); err != nil {
@@ -227,8 +237,9 @@ func summarize(in []inBatch, logStart int64) AppendInfo {
 // log, rolling first if the active segment is full or old, and again
 // whenever a batch's offsets are not representable from the active
 // segment's base (a follower may append across huge offset gaps). On
-// success the new end is published to readers.
-func (l *Log) writeBatchesLocked(in []inBatch, buf []byte, cfg LogConfig, now time.Time) error {
+// success the new end is published to readers. A pending CRC check (nil if
+// none) is completed before anything is published.
+func (l *Log) writeBatchesLocked(in []inBatch, buf []byte, cfg LogConfig, now time.Time, crc *crcCheck) error {
 	first, last := in[0].h, in[len(in)-1].h
 	maxTs := int64(math.MinInt64)
 	for _, b := range in {
@@ -243,12 +254,20 @@ func (l *Log) writeBatchesLocked(in []inBatch, buf []byte, cfg LogConfig, now ti
 			return err
 		}
 	}
+	var verify func() error
+	if crc != nil {
+		if canRelativize(l.active().base, last.LastOffset()) {
+			verify = crc.wait // one write: checked alongside it
+		} else if err := crc.wait(); err != nil {
+			return err // several writes: check first
+		}
+	}
 	infos := make([]batchInfo, 0, len(in))
 	var runStart, runByte, byteOff int
 	wrote := false
 	for i, b := range in {
 		if !canRelativize(l.active().base, b.h.LastOffset()) {
-			if err := l.writeRunLocked(buf[runByte:byteOff], infos[runStart:i], wrote); err != nil {
+			if err := l.writeRunLocked(buf[runByte:byteOff], infos[runStart:i], wrote, nil); err != nil {
 				return err
 			}
 			wrote = true
@@ -263,14 +282,17 @@ func (l *Log) writeBatchesLocked(in []inBatch, buf []byte, cfg LogConfig, now ti
 		infos = append(infos, batchInfo{base: b.h.BaseOffset, last: b.h.LastOffset(), maxTs: b.h.MaxTimestamp, size: int64(len(b.data))})
 		byteOff += len(b.data)
 	}
-	return l.writeRunLocked(buf[runByte:byteOff], infos[runStart:], wrote)
+	return l.writeRunLocked(buf[runByte:byteOff], infos[runStart:], wrote, verify)
 }
 
-func (l *Log) writeRunLocked(buf []byte, infos []batchInfo, partial bool) error {
+func (l *Log) writeRunLocked(buf []byte, infos []batchInfo, partial bool, verify func() error) error {
 	if len(infos) == 0 {
 		return nil
 	}
-	if err := l.active().append(buf, infos); err != nil {
+	if err := l.active().append(buf, infos, verify); err != nil {
+		if errors.Is(err, errRefused) {
+			return err
+		}
 		if partial {
 			// Earlier runs of this append are in the log already; the
 			// producer state does not know them. Stop writing until the log

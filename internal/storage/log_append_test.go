@@ -406,3 +406,81 @@ func TestAbortedTransactionsAndLSO(t *testing.T) {
 		t.Fatalf("after recovery: %+v", res3.AbortedTxns)
 	}
 }
+
+// TestLargeBatchValidation covers batches big enough for the CRC to be
+// checked concurrently with the record walk.
+func TestLargeBatchValidation(t *testing.T) {
+	clk := newTestClock()
+	cfg := smallConfig()
+	cfg.MaxMessageBytes = 1 << 20
+	cfg.SegmentBytes = 4 << 20
+	l := openLog(t, t.TempDir(), cfg, Options{Now: clk.Now})
+	defer l.Close()
+	big := func() []byte {
+		s := plain(200, clk.Ms())
+		s.valueSize = 1000
+		return mkBatch(t, s)
+	}
+	b := big()
+	if len(b) < overlapCRCBytes {
+		t.Fatalf("batch of %d bytes is too small for the test", len(b))
+	}
+	bad := big()
+	bad[len(bad)/2] ^= 1
+	if _, err := l.AppendAsLeader(bad, 0, OriginClient); !errors.Is(err, kerr.CorruptMessage) {
+		t.Fatalf("corrupt large batch: %v", err)
+	}
+	// A bad CRC wins over what the record walk finds (here: a record count
+	// that does not match).
+	bad2 := big()
+	binary.BigEndian.PutUint32(bad2[record.RecordsCountPos:], 7)
+	if _, err := l.AppendAsLeader(bad2, 0, OriginClient); !errors.Is(err, kerr.CorruptMessage) {
+		t.Fatalf("corrupt large batch with a wrong count: %v", err)
+	}
+	binary.BigEndian.PutUint64(b[record.MaxTimestampPos:], 5)
+	binary.BigEndian.PutUint32(b[record.CRCPos:], record.ComputeCRC(b))
+	if _, err := l.AppendAsLeader(b, 0, OriginClient); err != nil {
+		t.Fatal(err)
+	}
+	got := logBatches(t, l)
+	if len(got) != 1 || headerOf(t, got[0]).MaxTimestamp != clk.Ms()+199 || record.ValidateRecords(got[0], true, 0) != nil {
+		t.Fatalf("large batch stored wrong: %+v", headerOf(t, got[0]))
+	}
+}
+
+// TestLargeFollowerAppendWithBadCRC: the CRC of a large follower append is
+// checked while it is written; a bad one leaves the log (and its file)
+// unchanged.
+func TestLargeFollowerAppendWithBadCRC(t *testing.T) {
+	clk := newTestClock()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 8 << 20
+	l := openLog(t, t.TempDir(), cfg, Options{Now: clk.Now})
+	defer l.Close()
+	var in []byte
+	for i := int64(0); i < 4; i++ {
+		s := plain(100, clk.Ms())
+		s.valueSize = 500
+		s.baseOffset, s.leaderEp = 100*i, 1
+		in = append(in, mkBatch(t, s)...)
+	}
+	if len(in) < overlapCRCBytes {
+		t.Fatalf("append of %d bytes too small", len(in))
+	}
+	bad := append([]byte(nil), in...)
+	bad[len(bad)-10] ^= 0x10 // in the last batch
+	if _, err := l.AppendAsFollower(bad); !errors.Is(err, kerr.CorruptMessage) {
+		t.Fatalf("bad crc: %v", err)
+	}
+	st, _ := l.active().log.Stat()
+	if l.LogEndOffset() != 0 || l.Size() != 0 || st.Size() != 0 || len(l.EpochEntries()) != 0 || len(l.ActiveProducers()) != 0 {
+		t.Fatalf("log changed: leo %d size %d file %d", l.LogEndOffset(), l.Size(), st.Size())
+	}
+	if _, err := l.AppendAsFollower(in); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 400 || len(logBatches(t, l)) != 4 {
+		t.Fatalf("leo %d", l.LogEndOffset())
+	}
+	checkInvariants(t, l)
+}

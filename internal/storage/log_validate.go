@@ -17,6 +17,9 @@ type inBatch struct {
 	h          record.Header
 	ctl        record.ControlType // -1 for data batches
 	coordEpoch int32
+
+	fixMaxTs bool  // the header's max timestamp must become maxTs
+	maxTs    int64 // the largest record timestamp
 }
 
 // validateLeaderInput is Kafka's LogValidator for a leader append, made
@@ -26,76 +29,123 @@ type inBatch struct {
 // recompression when compression.type asks for a codec the batch does not
 // have. rebuilt reports whether any batch was replaced (so the input is no
 // longer one contiguous buffer).
-func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int) (out []inBatch, rebuilt bool, err error) {
+func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int) (out []inBatch, rebuilt bool, crc *crcCheck, err error) {
 	target, keep, err := cfg.targetCodec()
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
+	// The CRCs of a large append are checked while it is written, unless the
+	// leader must rewrite CRC-covered bytes first (LogAppendTime stamping,
+	// recompression).
+	deferCRC := len(batches) >= overlapCRCBytes && cfg.MessageTimestampType == record.CreateTime && keep
+	var framed [][]byte
 	rest := batches
 	for len(rest) > 0 {
 		b, r, err := record.NextBatch(rest)
 		if err != nil {
 			if errors.Is(err, record.ErrIncomplete) {
-				return nil, false, fmt.Errorf("append to %s: input ends in a partial batch: %w", tp, kerr.CorruptMessage)
+				return nil, false, nil, fmt.Errorf("append to %s: input ends in a partial batch: %w", tp, kerr.CorruptMessage)
 			}
-			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+			return nil, false, nil, fmt.Errorf("append to %s: %w", tp, err)
 		}
+		framed = append(framed, b)
 		rest = r
-		if err := record.ValidateCRC(b); err != nil {
-			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
+	}
+	if deferCRC {
+		crc = startCRCCheck(framed)
+	}
+	fail := func(err error) ([]inBatch, bool, *crcCheck, error) {
+		if cerr := crc.wait(); cerr != nil {
+			err = cerr
 		}
-		h, _ := record.ParseHeader(b)
-		if len(b) > int(cfg.MaxMessageBytes) {
-			return nil, false, fmt.Errorf("append to %s: batch of %d bytes exceeds max.message.bytes %d: %w", tp, len(b), cfg.MaxMessageBytes, kerr.MessageTooLarge)
+		return nil, false, nil, fmt.Errorf("append to %s: %w", tp, err)
+	}
+	for _, b := range framed {
+		ib, rb, err := validateLeaderBatch(b, cfg, origin, nowMs, maxDecompressed, target, keep, deferCRC)
+		if err != nil {
+			return fail(err)
 		}
-		if err := checkLeaderBatchHeader(h, origin); err != nil {
-			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
-		}
-		recompress := !keep && !h.IsControl() && h.Codec() != target
-		v := recordValidator{cfg: cfg, nowMs: nowMs, h: h, keepRecords: recompress}
-		if err := record.ForEachRecord(b, maxDecompressed, v.check); err != nil {
-			return nil, false, fmt.Errorf("append to %s: %w", tp, err)
-		}
-		if v.n != int(h.NumRecords) {
-			return nil, false, fmt.Errorf("append to %s: batch claims %d records, has %d: %w", tp, h.NumRecords, v.n, kerr.InvalidRecord)
-		}
-		if recompress {
-			nb, err := recompressBatch(h, v.recs, target)
-			if err != nil {
-				return nil, false, fmt.Errorf("append to %s: recompress: %w", tp, err)
+		if ib.fixMaxTs {
+			// Rewriting the header changes CRC-covered bytes: the check
+			// must be over first.
+			if err := crc.wait(); err != nil {
+				return fail(err)
 			}
-			if len(nb) > int(cfg.MaxMessageBytes) {
-				return nil, false, fmt.Errorf("append to %s: recompressed batch of %d bytes exceeds max.message.bytes %d: %w", tp, len(nb), cfg.MaxMessageBytes, kerr.MessageTooLarge)
-			}
-			b, rebuilt = nb, true
-			h, _ = record.ParseHeader(b)
-		} else if cfg.MessageTimestampType == record.CreateTime && h.TimestampType() == record.CreateTime && v.n > 0 && h.MaxTimestamp != v.maxTs {
-			// Kafka stores the true largest record timestamp in the header.
-			binary.BigEndian.PutUint64(b[record.MaxTimestampPos:], uint64(v.maxTs))
-			binary.BigEndian.PutUint32(b[record.CRCPos:], record.ComputeCRC(b))
-			h.MaxTimestamp = v.maxTs
+			binary.BigEndian.PutUint64(ib.data[record.MaxTimestampPos:], uint64(ib.maxTs))
+			binary.BigEndian.PutUint32(ib.data[record.CRCPos:], record.ComputeCRC(ib.data))
+			ib.h.MaxTimestamp = ib.maxTs
 		}
-		ib := inBatch{data: b, h: h, ctl: -1, coordEpoch: -1}
-		if h.IsControl() {
-			ctl, err := record.ControlTypeOf(b)
-			if err != nil {
-				return nil, false, fmt.Errorf("append to %s: %w", tp, err)
-			}
-			ib.ctl = ctl
-			if ctl == record.ControlAbort || ctl == record.ControlCommit {
-				m, err := record.ParseEndTxnMarker(b)
-				if err != nil {
-					return nil, false, fmt.Errorf("append to %s: %w", tp, err)
-				}
-				ib.coordEpoch = m.CoordinatorEpoch
-			}
-		}
+		rebuilt = rebuilt || rb
 		out = append(out, ib)
 	}
 	if len(out) == 0 {
-		return nil, false, fmt.Errorf("append to %s: no record batch: %w", tp, kerr.InvalidRecord)
+		return nil, false, nil, fmt.Errorf("append to %s: no record batch: %w", tp, kerr.InvalidRecord)
 	}
-	return out, rebuilt, nil
+	return out, rebuilt, crc, nil
+}
+
+// validateLeaderBatch validates one framed batch of a leader append. With
+// deferCRC the CRC is left to the caller's crcCheck (the record walk
+// tolerates any bytes, and a CRC failure is reported before anything else).
+func validateLeaderBatch(b []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int, target record.Codec, keep, deferCRC bool) (ib inBatch, rebuilt bool, err error) {
+	if !deferCRC {
+		if err := record.ValidateCRC(b); err != nil {
+			return inBatch{}, false, err
+		}
+	}
+	h, err := record.ParseHeader(b)
+	if err == nil {
+		err = checkFraming(h)
+	}
+	if err != nil {
+		return inBatch{}, false, err
+	}
+	if len(b) > int(cfg.MaxMessageBytes) {
+		return inBatch{}, false, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", len(b), cfg.MaxMessageBytes, kerr.MessageTooLarge)
+	}
+	if err := checkLeaderBatchHeader(h, origin); err != nil {
+		return inBatch{}, false, err
+	}
+	recompress := !keep && !h.IsControl() && h.Codec() != target
+	v := recordValidator{cfg: cfg, nowMs: nowMs, h: h, keepRecords: recompress}
+	if err := record.ForEachRecord(b, maxDecompressed, v.check); err != nil {
+		return inBatch{}, false, err
+	}
+	if v.n != int(h.NumRecords) {
+		return inBatch{}, false, fmt.Errorf("batch claims %d records, has %d: %w", h.NumRecords, v.n, kerr.InvalidRecord)
+	}
+	if recompress {
+		nb, err := recompressBatch(h, v.recs, target)
+		if err != nil {
+			return inBatch{}, false, fmt.Errorf("recompress: %w", err)
+		}
+		if len(nb) > int(cfg.MaxMessageBytes) {
+			return inBatch{}, false, fmt.Errorf("recompressed batch of %d bytes exceeds max.message.bytes %d: %w", len(nb), cfg.MaxMessageBytes, kerr.MessageTooLarge)
+		}
+		b, rebuilt = nb, true
+		h, _ = record.ParseHeader(b)
+	}
+	ib = inBatch{data: b, h: h, ctl: -1, coordEpoch: -1}
+	if !rebuilt && cfg.MessageTimestampType == record.CreateTime && h.TimestampType() == record.CreateTime && v.n > 0 && h.MaxTimestamp != v.maxTs {
+		// Kafka stores the true largest record timestamp in the header; the
+		// caller rewrites it once the CRC check no longer reads the batch.
+		ib.fixMaxTs, ib.maxTs = true, v.maxTs
+	}
+	if h.IsControl() {
+		ctl, err := record.ControlTypeOf(b)
+		if err != nil {
+			return inBatch{}, false, err
+		}
+		ib.ctl = ctl
+		if ctl == record.ControlAbort || ctl == record.ControlCommit {
+			m, err := record.ParseEndTxnMarker(b)
+			if err != nil {
+				return inBatch{}, false, err
+			}
+			ib.coordEpoch = m.CoordinatorEpoch
+		}
+	}
+	return ib, rebuilt, nil
 }
 
 // checkLeaderBatchHeader applies Kafka's per-batch rules of a leader append.
@@ -191,8 +241,9 @@ func recompressBatch(h record.Header, recs []record.Record, codec record.Codec) 
 // validateFollowerInput splits and checks batches for a follower or mirror
 // append: framing and CRC of every batch (no decompression), offsets
 // increasing from batch to batch. A trailing partial batch is dropped.
-func validateFollowerInput(tp TopicPartition, batches []byte) ([]inBatch, int, error) {
+func validateFollowerInput(tp TopicPartition, batches []byte) ([]inBatch, int, *crcCheck, error) {
 	var out []inBatch
+	var framed [][]byte
 	rest := batches
 	total := 0
 	for len(rest) > 0 {
@@ -201,37 +252,60 @@ func validateFollowerInput(tp TopicPartition, batches []byte) ([]inBatch, int, e
 			if errors.Is(err, record.ErrIncomplete) {
 				break
 			}
-			return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+			return nil, 0, nil, fmt.Errorf("append to %s: %w", tp, err)
 		}
+		framed = append(framed, b)
+		total += len(b)
 		rest = r
-		if err := record.ValidateCRC(b); err != nil {
-			return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+	}
+	// A large append's CRCs are checked while it is written (crcCheck);
+	// the header and control record parsing below tolerate any bytes.
+	var crc *crcCheck
+	if total >= overlapCRCBytes {
+		crc = startCRCCheck(framed)
+	}
+	fail := func(err error) ([]inBatch, int, *crcCheck, error) {
+		if cerr := crc.wait(); cerr != nil {
+			err = cerr
 		}
-		h, _ := record.ParseHeader(b)
+		return nil, 0, nil, fmt.Errorf("append to %s: %w", tp, err)
+	}
+	for _, b := range framed {
+		if crc == nil {
+			if err := record.ValidateCRC(b); err != nil {
+				return fail(err)
+			}
+		}
+		h, err := record.ParseHeader(b)
+		if err == nil {
+			err = checkFraming(h)
+		}
+		if err != nil {
+			return fail(err)
+		}
 		if h.BaseOffset < 0 || h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1 {
-			return nil, 0, fmt.Errorf("append to %s: batch base offset %d is invalid: %w", tp, h.BaseOffset, kerr.CorruptMessage)
+			return fail(fmt.Errorf("batch base offset %d is invalid: %w", h.BaseOffset, kerr.CorruptMessage))
 		}
 		if n := len(out); n > 0 && h.BaseOffset <= out[n-1].h.LastOffset() {
-			return nil, 0, fmt.Errorf("append to %s: batch at offset %d does not follow the batch ending at %d: %w",
-				tp, h.BaseOffset, out[n-1].h.LastOffset(), kerr.CorruptMessage)
+			return fail(fmt.Errorf("batch at offset %d does not follow the batch ending at %d: %w",
+				h.BaseOffset, out[n-1].h.LastOffset(), kerr.CorruptMessage))
 		}
 		ib := inBatch{data: b, h: h, ctl: -1, coordEpoch: -1}
 		if h.IsControl() && h.NumRecords > 0 {
 			ctl, err := record.ControlTypeOf(b)
 			if err != nil {
-				return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+				return fail(err)
 			}
 			ib.ctl = ctl
 			if ctl == record.ControlAbort || ctl == record.ControlCommit {
 				m, err := record.ParseEndTxnMarker(b)
 				if err != nil {
-					return nil, 0, fmt.Errorf("append to %s: %w", tp, err)
+					return fail(err)
 				}
 				ib.coordEpoch = m.CoordinatorEpoch
 			}
 		}
 		out = append(out, ib)
-		total += len(b)
 	}
-	return out, total, nil
+	return out, total, crc, nil
 }

@@ -357,17 +357,29 @@ func (s *segment) largestTimestamp() (int64, error) {
 
 // append writes buf (the batches described by batches, back to back) at the
 // end of the segment, publishes them to readers and adds index entries.
-// Caller holds the Log's lock. On a write error the file is cut back to its
-// previous size so that it still holds only whole batches.
-func (s *segment) append(buf []byte, batches []batchInfo) error {
+// Caller holds the Log's lock. verify (if not nil) runs after the write and
+// before the bytes are published; if it fails, or the write does, the file
+// is cut back to its previous size so that it still holds only whole,
+// checked batches. A verify failure is returned wrapped in errRefused.
+func (s *segment) append(buf []byte, batches []batchInfo, verify func() error) error {
 	ix, err := s.indexes()
 	if err != nil {
 		return err
 	}
 	pos := s.size.Load()
-	if _, err := s.log.WriteAt(buf, pos); err != nil {
+	_, err = s.log.WriteAt(buf, pos)
+	if err == nil && verify != nil {
+		if verr := verify(); verr != nil {
+			err = fmt.Errorf("%w: %w", errRefused, verr)
+		}
+	}
+	if err != nil {
 		if terr := s.log.Truncate(pos); terr != nil {
 			s.logger.Error("cannot cut a failed append off a segment", "file", s.name(), "position", pos, "error", terr)
+			return fmt.Errorf("write to segment %s: %w", s.name(), terr) // an I/O failure, whatever verify said
+		}
+		if errors.Is(err, errRefused) {
+			return err
 		}
 		return fmt.Errorf("write to segment %s: %w", s.name(), err)
 	}

@@ -88,7 +88,7 @@ func (s *segment) appendBatches(buf []byte) error {
 	if len(infos) == 0 {
 		return nil
 	}
-	return s.append(buf, infos)
+	return s.append(buf, infos, nil)
 }
 
 // replaceSegments swaps the cleaner's new segments (suffix .cleaned) in for
