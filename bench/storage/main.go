@@ -39,7 +39,7 @@ func main() {
 	}
 	var readScenarios []scenario
 	for _, s := range scenarios {
-		if !s.sync {
+		if !s.sync && !s.follower {
 			readScenarios = append(readScenarios, s)
 		}
 	}

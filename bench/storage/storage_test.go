@@ -21,7 +21,7 @@ func BenchmarkAppend(b *testing.B) {
 
 func BenchmarkRead(b *testing.B) {
 	for _, sc := range scenarios {
-		if sc.sync {
+		if sc.sync || sc.follower {
 			continue
 		}
 		b.Run(sc.name+"/log", func(b *testing.B) { benchLogRead(b, sc, b.TempDir()) })
