@@ -63,6 +63,9 @@ type Deps struct {
 	Controller ControllerClient
 	// ClusterID is the cluster's id, as in meta.properties.
 	ClusterID string
+	// ReplicaEndpoint, when set, replaces the network connections of the
+	// replica fetchers to their leaders (tests).
+	ReplicaEndpoint EndpointFunc
 }
 
 // Broker serves the data-plane Kafka APIs of one node over its
@@ -112,6 +115,12 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	b.rm = newReplicaManager(cfg.NodeID, deps.Logs, cfg.Cfg, logger, cfg.Now, b.closing)
+	fetchers, err := newReplicaFetchers(b.rm, deps.ReplicaEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("broker: replica fetchers: %w", err)
+	}
+	b.rm.fetchers = fetchers
+	b.rm.alter = newAlterPartitionSender(cfg.NodeID, deps.Controller, b.rm.brokerEpoch, logger.With("component", "alter-partition"))
 	b.fetchs = newFetchSessionCache(int(cfg.Cfg.MaxIncrementalFetchSessionCacheSlots), fetchSessionEvictionMs, cfg.Now)
 	b.pids = newProducerIDManager(b)
 	return b, nil
@@ -121,6 +130,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 // first image has been applied: every local partition in it has its log
 // open and knows its leadership.
 func (b *Broker) Start(ctx context.Context) error {
+	b.goBackground(b.rm.alter.run)
+	b.goBackground(b.rm.runISRChecks)
 	b.deps.Metadata.AddPublisher(b.rm)
 	select {
 	case <-b.rm.first:
@@ -146,6 +157,9 @@ func (b *Broker) Close() error {
 		b.bgCancel()
 	}
 	b.bgMu.Unlock()
+	// The fetchers stop before the logs close (the server shuts the log
+	// manager down after the broker).
+	b.rm.fetchers.Close()
 	b.bg.Wait()
 	return nil
 }
@@ -194,6 +208,7 @@ func (b *Broker) APIs() []wire.API {
 		{Key: 33, MinVersion: 0, MaxVersion: 2, Handle: b.handleAlterConfigs},
 		{Key: 35, MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeLogDirs},
 		{Key: 37, MinVersion: 0, MaxVersion: 3, Handle: b.handleCreatePartitions},
+		{Key: 43, MinVersion: 0, MaxVersion: 2, Handle: b.handleElectLeaders},
 		{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs},
 		{Key: 60, MinVersion: 0, MaxVersion: 1, Handle: b.handleDescribeCluster},
 		{Key: 61, MinVersion: 0, MaxVersion: 0, Handle: b.handleDescribeProducers},

@@ -34,9 +34,9 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, kreq 
 		return nil, requestTypeError("Fetch", kreq)
 	}
 	v := req.Version
-	replicaID := req.ReplicaID
+	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
 	if v >= 15 {
-		replicaID = req.ReplicaState.ID
+		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
 	}
 	follower := replicaID >= 0
 	usesIDs := v >= 13
@@ -110,7 +110,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, kreq 
 		releaseReads(reads)
 		var total int64
 		var urgent bool
-		reads, total, urgent = b.readFetch(b.image(), fc.partitions, limit, isolation, replicaID)
+		reads, total, urgent = b.readFetch(b.image(), fc.partitions, limit, isolation, replicaID, replicaEpoch)
 		return urgent || total >= int64(req.MinBytes)
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -142,7 +142,7 @@ func resolveFetchTopic(img *metadata.Image, k sessionKey) (string, metadata.Uuid
 // each partition reads at most min(its limit, what is left of the
 // response limit). urgent says the fetch must be answered now (an error or
 // a diverging epoch).
-func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, limit int64, isolation storage.FetchIsolation, replicaID int32) ([]partRead, int64, bool) {
+func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, limit int64, isolation storage.FetchIsolation, replicaID int32, replicaEpoch int64) ([]partRead, int64, bool) {
 	reads := make([]partRead, len(parts))
 	minOne := true
 	var total int64
@@ -179,7 +179,7 @@ func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, l
 		r.out = p.fetch(fetchParams{
 			fetchOffset: rp.fetchOffset, followerLogStart: rp.fetcherLogStart, maxBytes: maxBytes,
 			currentLeaderEpoch: rp.currentLeaderEpoch, lastFetchedEpoch: rp.lastFetchedEpoch,
-			isolation: isolation, minOneBatch: minOne, replicaID: replicaID,
+			isolation: isolation, minOneBatch: minOne, replicaID: replicaID, replicaEpoch: replicaEpoch,
 		}, now)
 		if r.out.err != nil || r.out.diverging {
 			urgent = true

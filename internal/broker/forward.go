@@ -172,6 +172,8 @@ func forwardErrorResponse(req kmsg.Request, code int16, msg *string) (kmsg.Respo
 			resp.Resources = append(resp.Resources, rr)
 		}
 		return resp, nil
+	case *kmsg.ElectLeadersRequest:
+		return electLeadersError(r, code, msg), nil
 	}
 	return nil, fmt.Errorf("broker: cannot forward API key %d", req.Key())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/metadata"
 	"github.com/kmirror/kmirror/internal/record"
+	"github.com/kmirror/kmirror/internal/replication"
 	"github.com/kmirror/kmirror/internal/storage"
 	"github.com/kmirror/kmirror/internal/wire"
 )
@@ -109,6 +110,60 @@ type testController struct {
 	creates   int   // CreateTopics requests served
 	replicas  []int32
 	blockSize int32
+	alters    []*kmsg.AlterPartitionRequest // AlterPartition requests served
+}
+
+// alterRequests returns the AlterPartition requests served so far.
+func (c *testController) alterRequests() []*kmsg.AlterPartitionRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*kmsg.AlterPartitionRequest(nil), c.alters...)
+}
+
+// alterPartition applies a leader's ISR change as the controller would
+// when it is valid (its partition epoch current), without the rest of the
+// controller's checks (package controller tests those).
+func (c *testController) alterPartition(r *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
+	c.mu.Lock()
+	c.alters = append(c.alters, r)
+	c.mu.Unlock()
+	resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
+	img := c.meta.Image()
+	for _, t := range r.Topics {
+		rt := kmsg.NewAlterPartitionResponseTopic()
+		rt.Topic, rt.TopidID = t.Topic, t.TopicID
+		top, ok := img.TopicByID(metadata.Uuid(t.TopicID))
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterPartitionResponseTopicPartition()
+			rp.Partition = p.Partition
+			st, exists := metadata.PartitionState{}, false
+			if ok {
+				st, exists = top.Partition(p.Partition)
+			}
+			switch {
+			case !exists:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p.LeaderEpoch != st.LeaderEpoch:
+				rp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case p.PartitionEpoch != st.PartitionEpoch:
+				rp.ErrorCode = kerr.InvalidUpdateVersion.Code
+			default:
+				var isr []int32
+				for _, e := range p.NewEpochISR {
+					isr = append(isr, e.BrokerID)
+				}
+				rs := metadata.LeaderRecoveryState(p.LeaderRecoveryState)
+				if err := c.meta.apply(&metadata.PartitionChangeRecord{TopicID: top.ID, Partition: p.Partition, ISR: isr, LeaderRecoveryState: &rs}); err != nil {
+					rp.ErrorCode = kerr.InvalidRequest.Code
+					break
+				}
+				rp.LeaderID, rp.LeaderEpoch, rp.ISR, rp.PartitionEpoch = st.Leader, st.LeaderEpoch, isr, st.PartitionEpoch+1
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 func (c *testController) setFail(err error) {
@@ -125,6 +180,8 @@ func (c *testController) Send(ctx context.Context, req kmsg.Request) (kmsg.Respo
 		return nil, fail
 	}
 	switch r := req.(type) {
+	case *kmsg.AlterPartitionRequest:
+		return c.alterPartition(r), nil
 	case *kmsg.CreateTopicsRequest:
 		c.mu.Lock()
 		c.creates++
@@ -296,7 +353,12 @@ func startEnv(t testing.TB, dir string, overrides map[string]string, img *metada
 		)
 	}
 	ctrl := &testController{meta: meta, replicas: []int32{testNode}}
-	b, err := New(Config{NodeID: testNode, Cfg: cfg, Logger: quietLogger()}, Deps{Logs: mgr, Metadata: meta, Controller: ctrl, ClusterID: clusterID})
+	// Follower partitions' fetchers find no leader to connect to: tests
+	// drive replication by sending follower fetches themselves.
+	noLeaders := func(context.Context, replication.Source) (replication.Endpoint, error) {
+		return nil, errors.New("broker tests run no leaders")
+	}
+	b, err := New(Config{NodeID: testNode, Cfg: cfg, Logger: quietLogger()}, Deps{Logs: mgr, Metadata: meta, Controller: ctrl, ClusterID: clusterID, ReplicaEndpoint: noLeaders})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,25 +48,18 @@ type Partition struct {
 	offline          error // the log could not be opened
 	removed          bool
 
-	// replicaMu guards followers and serialises high watermark advances, so
-	// that two concurrent appends never move the high watermark backwards.
+	// replicaMu guards followers and the ISR change in flight, and
+	// serialises high watermark advances, so that two concurrent appends
+	// never move the high watermark backwards.
 	replicaMu sync.Mutex
 	followers map[int32]*followerState
+	isr       isrUpdate
 
 	readOnly atomic.Pointer[error]
 }
 
-// followerState is what the leader knows about a follower replica from its
-// fetches (issue 4 adds ISR expansion and shrinking on top of it).
-type followerState struct {
-	logEndOffset   int64 // -1 until the follower fetched in this leader epoch
-	logStartOffset int64
-	lastFetch      time.Time
-	lastCaughtUp   time.Time
-}
-
 func newPartition(rm *ReplicaManager, tp storage.TopicPartition) *Partition {
-	return &Partition{tp: tp, nodeID: rm.nodeID, rm: rm, epochStartOffset: -1}
+	return &Partition{tp: tp, nodeID: rm.nodeID, rm: rm, epochStartOffset: -1, isr: isrUpdate{blockedEpoch: -1}}
 }
 
 // TopicPartition returns the partition's topic and index.
@@ -277,80 +270,22 @@ func (p *Partition) Read(offset, maxBytes int64, isolation storage.FetchIsolatio
 	return log.Read(offset, maxBytes, isolation, minOneBatch)
 }
 
-// maybeIncrementHighWatermarkLocked advances the high watermark to the
-// smallest log end offset of the ISR (the leader's own included), if that
-// is beyond the current one. Followers that have not fetched in this
-// leader epoch hold it where it is. Caller holds mu (for reading or
-// writing). It reports whether the high watermark moved.
-func (p *Partition) maybeIncrementHighWatermarkLocked() bool {
-	if !p.leader || p.log == nil {
-		return false
-	}
-	p.replicaMu.Lock()
-	defer p.replicaMu.Unlock()
-	hw := p.log.LogEndOffset()
-	for _, id := range p.state.ISR {
-		if id == p.nodeID {
-			continue
-		}
-		f := p.followers[id]
-		if f == nil || f.logEndOffset < 0 {
-			return false
-		}
-		hw = min(hw, f.logEndOffset)
-	}
-	if hw <= p.log.HighWatermark() {
-		return false
-	}
-	p.log.SetHighWatermark(hw)
-	return true
-}
-
-// updateFollowerFetchState records a follower's position from its fetch:
-// it has everything below fetchOffset. The leader's log end offset at the
-// read tells whether it was caught up. Caller holds mu.
-func (p *Partition) updateFollowerFetchStateLocked(replicaID int32, fetchOffset, followerLogStart, leaderLEO int64, now time.Time) {
-	p.replicaMu.Lock()
-	f := p.followers[replicaID]
-	if f == nil {
-		f = &followerState{logEndOffset: -1}
-		if p.followers == nil {
-			p.followers = make(map[int32]*followerState)
-		}
-		p.followers[replicaID] = f
-	}
-	f.logEndOffset = fetchOffset
-	f.logStartOffset = followerLogStart
-	f.lastFetch = now
-	if fetchOffset >= leaderLEO {
-		f.lastCaughtUp = now
-	}
-	p.replicaMu.Unlock()
-	if p.maybeIncrementHighWatermarkLocked() {
-		p.notify.signal()
-	}
-}
-
-// FollowerPositions returns, for each follower the leader heard from in
-// this leader epoch, its log end offset.
-func (p *Partition) FollowerPositions() map[int32]int64 {
-	p.replicaMu.Lock()
-	defer p.replicaMu.Unlock()
-	out := make(map[int32]int64, len(p.followers))
-	for id, f := range p.followers {
-		out[id] = f.logEndOffset
-	}
-	return out
-}
-
 // makeLeader applies a metadata change in which this node leads the
-// partition. A new leader epoch starts at the log end offset; follower
-// positions are forgotten (they must fetch again in the new epoch).
+// partition. A new leader epoch starts at the log end offset. Follower
+// positions are reset as Kafka does: a broker that just became leader
+// knows no follower's position (each must fetch in the new epoch); a new
+// epoch of the same leader keeps them. Either way ISR members count as
+// caught up from now on, so that none is dropped from the ISR before it had
+// a chance to fetch. The change also settles the ISR update in flight once
+// the metadata has moved past the partition epoch it was based on.
 func (p *Partition) makeLeader(lp metadata.LocalPartition, settings topicSettings, log *storage.Log) {
 	p.mu.Lock()
-	newEpoch := !p.leader || p.log != log || lp.State.LeaderEpoch != p.state.LeaderEpoch
+	wasLeader := p.leader && p.log == log
+	newEpoch := !wasLeader || lp.State.LeaderEpoch != p.state.LeaderEpoch
 	p.topicID, p.state, p.settings, p.log = lp.TopicID, lp.State, settings, log
 	p.leader, p.removed, p.offline = true, false, nil
+	now := p.rm.now()
+	p.replicaMu.Lock()
 	if newEpoch {
 		leo := log.LogEndOffset()
 		if latest, ok := log.LatestEpoch(); !ok || lp.State.LeaderEpoch > latest {
@@ -360,24 +295,53 @@ func (p *Partition) makeLeader(lp metadata.LocalPartition, settings topicSetting
 			}
 		}
 		p.epochStartOffset = leo
-		p.replicaMu.Lock()
-		p.followers = make(map[int32]*followerState)
+		old := p.followers
+		p.followers = make(map[int32]*followerState, len(lp.State.Replicas))
 		for _, r := range lp.State.Replicas {
-			if r != p.nodeID {
-				p.followers[r] = &followerState{logEndOffset: -1}
+			if r == p.nodeID {
+				continue
+			}
+			f := &followerState{logEndOffset: -1, logStartOffset: -1, lastFetchLeaderLEO: -1, brokerEpoch: -1}
+			if prev, ok := old[r]; ok && wasLeader {
+				*f = *prev
+				f.lastFetchLeaderLEO, f.lastFetch = leo, now
+			}
+			f.lastCaughtUp = time.Time{}
+			if lp.State.InISR(r) {
+				f.lastCaughtUp = now
+			}
+			p.followers[r] = f
+		}
+		p.isr = isrUpdate{blockedEpoch: -1}
+	} else {
+		// Same epoch: the replica set may have changed (a reassignment).
+		for _, r := range lp.State.Replicas {
+			if _, ok := p.followers[r]; !ok && r != p.nodeID {
+				p.followers[r] = &followerState{logEndOffset: -1, logStartOffset: -1, lastFetchLeaderLEO: -1, brokerEpoch: -1}
 			}
 		}
-		p.replicaMu.Unlock()
+		for r := range p.followers {
+			if !lp.State.HasReplica(r) {
+				delete(p.followers, r)
+			}
+		}
+		p.isr.settle(lp.State.PartitionEpoch)
 	}
+	p.replicaMu.Unlock()
 	p.maybeIncrementHighWatermarkLocked()
+	recovering := lp.State.LeaderRecoveryState == metadata.Recovering
 	p.mu.Unlock()
 	p.notify.signal()
+	if recovering {
+		p.markRecovered()
+	}
 }
 
 // makeFollower applies a metadata change in which another broker (or none)
 // leads the partition. Client produces and fetches are refused with
-// NOT_LEADER_OR_FOLLOWER; issue 4's replica fetcher truncates with the
-// leader's epoch cache and replicates.
+// NOT_LEADER_OR_FOLLOWER; the replica manager points a replica fetcher at
+// the leader, which truncates with the leader's epoch cache (diverging
+// epochs) and replicates.
 func (p *Partition) makeFollower(lp metadata.LocalPartition, settings topicSettings, log *storage.Log) {
 	p.mu.Lock()
 	p.topicID, p.state, p.settings, p.log = lp.TopicID, lp.State, settings, log
@@ -385,6 +349,7 @@ func (p *Partition) makeFollower(lp metadata.LocalPartition, settings topicSetti
 	p.epochStartOffset = -1
 	p.replicaMu.Lock()
 	p.followers = nil
+	p.isr = isrUpdate{blockedEpoch: -1}
 	p.replicaMu.Unlock()
 	p.mu.Unlock()
 	p.notify.signal()
@@ -441,6 +406,7 @@ type fetchParams struct {
 	isolation          storage.FetchIsolation
 	minOneBatch        bool
 	replicaID          int32 // -1 for consumers
+	replicaEpoch       int64 // a follower's broker epoch (Fetch v15+), -1 unknown
 }
 
 // fetchResult is the outcome of reading one partition for a Fetch.
@@ -498,7 +464,7 @@ func (p *Partition) fetch(fp fetchParams, now time.Time) fetchResult {
 	out.res = res
 	out.hw, out.lso, out.logStart, out.leo = res.HighWatermark, res.LastStableOffset, res.LogStartOffset, res.LogEndOffset
 	if fp.replicaID >= 0 {
-		p.updateFollowerFetchStateLocked(fp.replicaID, fp.fetchOffset, fp.followerLogStart, out.leo, now)
+		p.updateFollowerFetchStateLocked(fp.replicaID, fp.replicaEpoch, fp.fetchOffset, fp.followerLogStart, out.leo, now)
 		out.hw = log.HighWatermark()
 	}
 	return out

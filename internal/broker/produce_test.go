@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/metadata"
 	"github.com/kmirror/kmirror/internal/record"
 	"github.com/kmirror/kmirror/internal/storage"
 )
@@ -352,9 +351,15 @@ func TestProduceAcksAllWakesOnShutdown(t *testing.T) {
 	}
 }
 
+// TestProduceNotEnoughReplicasAfterAppend: a follower that never fetches
+// is dropped from the ISR after replica.lag.time.max.ms (the leader's
+// AlterPartition, applied by the controller); the waiting acks=all produce
+// then completes, committed by the leader alone, with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND because the ISR is below
+// min.insync.replicas.
 func TestProduceNotEnoughReplicasAfterAppend(t *testing.T) {
-	e := newEnv(t, nil)
-	id := e.createTopicWith("shrink", 1, 1, []int32{1, 2}, []int32{1, 2}, map[string]string{"min.insync.replicas": "2"})
+	e := newEnv(t, map[string]string{"replica.lag.time.max.ms": "200", "replica.fetch.wait.max.ms": "100"})
+	e.createTopicWith("shrink", 1, 1, []int32{1, 2}, []int32{1, 2}, map[string]string{"min.insync.replicas": "2"})
 	part := e.partition("shrink", 0)
 	done := make(chan kmsg.ProduceResponseTopicPartition, 1)
 	go func() {
@@ -374,10 +379,6 @@ func TestProduceNotEnoughReplicasAfterAppend(t *testing.T) {
 		}
 		done <- resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	}()
-	pollUntil(t, "the append", func() bool { return part.Log().LogEndOffset() == 1 })
-	// The follower drops out of the ISR: the high watermark reaches the
-	// batch, but with fewer in-sync replicas than min.insync.replicas.
-	e.meta.mustApply(t, &metadata.PartitionChangeRecord{TopicID: id, Partition: 0, ISR: []int32{1}})
 	select {
 	case r := <-done:
 		if r.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code || r.BaseOffset != 0 {
@@ -386,7 +387,17 @@ func TestProduceNotEnoughReplicasAfterAppend(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the ISR change did not complete the produce")
 	}
+	if isr := part.State().ISR; len(isr) != 1 || isr[0] != 1 {
+		t.Fatalf("ISR %v, want the leader alone", isr)
+	}
 	if hw := part.Log().HighWatermark(); hw != 1 {
 		t.Fatalf("high watermark %d with the leader alone in the ISR", hw)
+	}
+	// The next acks=all produce is refused before it is written.
+	if rp := e.produce(9, -1, "shrink", 0, makeBatch(t, plainBatch(), "y")); rp.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("produce below min.insync.replicas: %v", kerr.ErrorForCode(rp.ErrorCode))
+	}
+	if leo := part.Log().LogEndOffset(); leo != 1 {
+		t.Fatalf("the refused produce was written: log end %d", leo)
 	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/replication"
 	"github.com/kmirror/kmirror/internal/storage"
 )
 
@@ -59,6 +61,12 @@ type ReplicaManager struct {
 
 	mu         sync.RWMutex
 	partitions map[storage.TopicPartition]*Partition
+
+	// fetchers replicate the partitions this node follows; alter sends
+	// the ISR changes of the partitions it leads. Both are set before the
+	// first metadata update and never change.
+	fetchers *replication.Manager
+	alter    *alterPartitionSender
 
 	// watchMu serialises leadership watcher registration and notification,
 	// so that a watcher sees its initial state and every later change once
@@ -112,19 +120,41 @@ func (rm *ReplicaManager) Partitions() []*Partition {
 }
 
 // OnMetadataUpdate implements metadata.Publisher: it applies the delta's
-// changes to the local replicas, deletions first.
+// changes to the local replicas, deletions first. As in Kafka, replicas
+// leave the fetchers before they change role (a new leader stops
+// fetching before it serves; a follower of a new leader epoch restarts its
+// fetch), and followers join the fetchers toward their leader after.
 func (rm *ReplicaManager) OnMetadataUpdate(delta *metadata.Delta, img *metadata.Image) {
 	brokerCfgChanged := rm.applyBrokerConfigs(delta, img)
 	changes := delta.LocalChanges(rm.nodeID)
+	var stop []storage.TopicPartition
+	for _, lp := range changes.Deletes {
+		stop = append(stop, storage.TopicPartition{Topic: lp.Topic, Partition: lp.Partition})
+	}
+	for _, lp := range changes.Leaders {
+		stop = append(stop, storage.TopicPartition{Topic: lp.Topic, Partition: lp.Partition})
+	}
+	rm.stopFetching(stop...)
 	for _, lp := range changes.Deletes {
 		rm.removePartition(lp)
 	}
 	for _, lp := range changes.Leaders {
 		rm.applyReplica(lp, img, true)
 	}
+	changedFollowers := map[storage.TopicPartition]bool{}
 	for _, lp := range changes.Followers {
+		tp := storage.TopicPartition{Topic: lp.Topic, Partition: lp.Partition}
+		changedFollowers[tp] = true
+		same := rm.fetchingInEpoch(tp, lp.State.Leader, lp.State.LeaderEpoch)
+		if !same {
+			rm.stopFetching(tp)
+		}
 		rm.applyReplica(lp, img, false)
+		if p, ok := rm.Partition(tp); ok && p.Log() != nil && !same {
+			rm.startFetching(p, img)
+		}
 	}
+	rm.refreshLeaderAddresses(delta, img, changedFollowers)
 	rm.applyTopicConfigs(delta, img, brokerCfgChanged)
 	rm.img.Store(img)
 	rm.metaNotify.signal()
@@ -259,5 +289,24 @@ func (rm *ReplicaManager) applyTopicConfigs(delta *metadata.Delta, img *metadata
 		s := rm.settingsFor(img, p.tp.Topic)
 		rm.logs.UpdateConfig(p.tp, s.log)
 		p.updateSettings(s)
+	}
+}
+
+// refreshLeaderAddresses re-points the followers whose leader registered
+// again (perhaps at another address) at the leader's current listener;
+// the fetchers keep the fetch state of partitions whose source is
+// unchanged.
+func (rm *ReplicaManager) refreshLeaderAddresses(delta *metadata.Delta, img *metadata.Image, done map[storage.TopicPartition]bool) {
+	changed := delta.ChangedBrokers()
+	if len(changed) == 0 || rm.fetchers == nil {
+		return
+	}
+	for _, p := range rm.Partitions() {
+		if done[p.tp] || p.IsLeader() || p.Log() == nil {
+			continue
+		}
+		if st := p.State(); st.Leader >= 0 && slices.Contains(changed, st.Leader) {
+			rm.startFetching(p, img)
+		}
 	}
 }
