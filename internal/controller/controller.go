@@ -70,6 +70,10 @@ type Controller struct {
 	rnd      *mrand.Rand
 	maint    maintenance
 
+	// mirror reaches source clusters and mirror coordinators for the
+	// mirror admin decisions (mirror_hooks.go).
+	mirror mirrorHooks
+
 	// activeFlag mirrors active for lock-free IsActive.
 	activeFlag atomic.Bool
 
