@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // servedAPI is one API key the controller serves and its version range.
@@ -26,6 +28,14 @@ var servedAPIs = []servedAPI{
 	{key: 62, min: 0, max: 4}, // BrokerRegistration
 	{key: 63, min: 0, max: 1}, // BrokerHeartbeat
 	{key: 67, min: 0, max: 0}, // AllocateProducerIds
+	// The mirror admin APIs (mirror_api.go). ListMirrors (98) and
+	// DescribeMirrors (99) are answered by brokers.
+	{key: wire.KeyCreateMirror, min: 0, max: 0},
+	{key: wire.KeyAddTopicsToMirror, min: 0, max: 0},
+	{key: wire.KeyRemoveTopicsFromMirror, min: 0, max: 0},
+	{key: wire.KeyDeleteMirror, min: 0, max: 0},
+	{key: wire.KeyPauseMirrorTopics, min: 0, max: 0},
+	{key: wire.KeyResumeMirrorTopics, min: 0, max: 0},
 }
 
 // supported reports whether the controller serves key at version.
@@ -131,6 +141,9 @@ func errorResponse(req kmsg.Request, err error) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
+	if resp, ok := mirrorErrorResponse(req, err); ok {
+		return resp, nil
+	}
 	return nil, fmt.Errorf("controller does not serve API key %d: %w", req.Key(), kerr.UnsupportedVersion)
 }
 
@@ -177,7 +190,7 @@ func hasNotController(resp kmsg.Response) bool {
 		}
 		return false
 	}
-	return false
+	return mirrorHasNotController(resp)
 }
 
 // internalTopicTag is a tagged field kmirror adds to a CreateTopics request

@@ -134,9 +134,12 @@ func (c *Channel) Close() error {
 // returns its response. A response that still says NOT_CONTROLLER when ctx
 // ends is returned as it is (the sender's own retry rules apply); an error
 // means no controller answered at all. Send strips kmirror's internal-topic
-// tag from CreateTopics requests: only CreateInternalTopic may send it.
+// tag from CreateTopics requests and its leader-epoch-bump tag from
+// AlterPartition requests: only CreateInternalTopic and BumpLeaderEpoch may
+// send them.
 func (c *Channel) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	stripInternalTag(req)
+	stripLeaderEpochBump(req)
 	return c.send(ctx, req)
 }
 

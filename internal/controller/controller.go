@@ -293,11 +293,13 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 }
 
 // handleLocal serves a request from a Channel of this node. Channel.Send
-// strips the internal-topic tag from everything it forwards, so a tagged
-// CreateTopics here comes from Channel.CreateInternalTopic.
+// strips the internal-topic and leader-epoch-bump tags from everything it
+// forwards, so a tagged CreateTopics here comes from
+// Channel.CreateInternalTopic, and a tagged AlterPartition from
+// Channel.BumpLeaderEpoch.
 func (c *Controller) handleLocal(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	ct, ok := req.(*kmsg.CreateTopicsRequest)
-	return c.serve(ctx, req, ok && hasInternalTag(ct))
+	return c.serve(ctx, req, ok && hasInternalTag(ct) || isLeaderEpochBump(req))
 }
 
 // APIs returns the APIs the controller listener serves.
@@ -317,6 +319,12 @@ func (c *Controller) handleWire(ctx context.Context, rc *wire.RequestContext, re
 		internal = rc != nil && slices.Contains(c.cfg.ControllerListenerNames, rc.Listener)
 		stripInternalTag(ct)
 	}
+	if isLeaderEpochBump(req) {
+		internal = rc != nil && slices.Contains(c.cfg.ControllerListenerNames, rc.Listener)
+		if !internal {
+			stripLeaderEpochBump(req)
+		}
+	}
 	resp, err := c.serve(ctx, req, internal)
 	if err != nil {
 		return nil, err
@@ -325,9 +333,15 @@ func (c *Controller) handleWire(ctx context.Context, rc *wire.RequestContext, re
 }
 
 // serve dispatches a request to its API.
-func (c *Controller) serve(_ context.Context, req kmsg.Request, internal bool) (kmsg.Response, error) {
+func (c *Controller) serve(ctx context.Context, req kmsg.Request, internal bool) (kmsg.Response, error) {
 	if !supported(req.Key(), req.GetVersion()) {
 		return nil, fmt.Errorf("controller: %s v%d is not served", wire.APIName(req.Key()), req.GetVersion())
+	}
+	if resp, ok := c.serveLeaderEpochBump(req, internal); ok {
+		return resp, nil
+	}
+	if resp, ok := c.serveMirror(ctx, req); ok {
+		return resp, nil
 	}
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:
