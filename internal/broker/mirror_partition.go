@@ -1,0 +1,104 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kmirror/kmirror/internal/storage"
+)
+
+// The hooks of this file let the mirror data plane (package mirror) run a
+// mirrored partition on its leader. A partition is mirrored while its
+// topic's mirror.name config is set: "<m>" (mirroring), "<m>.paused" or
+// "<m>.removed" (failing over, or failed over).
+
+// keepsSourceEpochsLocked reports whether the partition's epoch cache must
+// hold only the source cluster's leader epochs: a mirrored partition stores
+// the source's batches with their epochs, and an entry for a destination
+// epoch at the log end would make the source's divergence checks compare
+// epochs of two clusters. The failover (STOPPING) makes the destination's
+// epochs take over by bumping the leader epoch above every mirrored one and
+// appending its barrier batch in it; appends record their epochs in the
+// cache as usual, so skipping the proactive assignment at a leader change
+// loses nothing once the partition is writable. Caller holds mu.
+func (p *Partition) keepsSourceEpochsLocked() bool { return p.settings.mirrorRaw != "" }
+
+// mirrorDefaultReadOnly is how client produces to a mirrored partition are
+// answered until the mirror manager has read the partition's state: a
+// partition that is mirrored or paused refuses them for good
+// (INVALID_TOPIC_EXCEPTION, as Kafka refuses produces to its internal
+// topics: clients fail fast instead of retrying), one being failed over
+// asks clients to retry (NOT_LEADER_OR_FOLLOWER) since it becomes writable
+// once the failover completes. The mirror manager replaces the reason (or
+// clears it) with SetReadOnly.
+func mirrorDefaultReadOnly(topic, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	if m, ok := strings.CutSuffix(raw, ".removed"); ok {
+		return fmt.Errorf("topic %q is failing over from mirror %q and becomes writable when the failover completes: %w", topic, m, kerr.NotLeaderForPartition)
+	}
+	m := strings.TrimSuffix(raw, ".paused")
+	return fmt.Errorf("topic %q is mirrored by mirror %q (mirror.name=%s) and is read-only until it is removed from the mirror: %w", topic, m, raw, kerr.InvalidTopicException)
+}
+
+// applyMirrorReadOnlyLocked sets the default read-only reason of a mirrored
+// partition when its leadership begins or its mirror.name changes, before
+// any client produce can reach it; for a topic that left its mirror it
+// makes the partition writable. Caller holds mu for writing.
+func (p *Partition) applyMirrorReadOnlyLocked() {
+	p.SetReadOnly(mirrorDefaultReadOnly(p.tp.Topic, p.settings.mirrorRaw))
+}
+
+// FollowerFetch is what a leader knows of one follower from its fetches in
+// the current leader epoch.
+type FollowerFetch struct {
+	// LogEndOffset is the follower's fetch offset (its log end), -1 before
+	// its first fetch in this epoch.
+	LogEndOffset int64
+	// LogStartOffset is the follower's log start offset.
+	LogStartOffset int64
+	// LastFetch is when its last fetch was processed (zero if none).
+	LastFetch time.Time
+}
+
+// FollowerFetches returns what the leader knows of each follower replica:
+// the mirror's PREPARING waits until every in-sync follower has fetched
+// after the truncation, inside the leader's log.
+func (p *Partition) FollowerFetches() map[int32]FollowerFetch {
+	p.replicaMu.Lock()
+	defer p.replicaMu.Unlock()
+	out := make(map[int32]FollowerFetch, len(p.followers))
+	for id, f := range p.followers {
+		out[id] = FollowerFetch{LogEndOffset: f.logEndOffset, LogStartOffset: f.logStartOffset, LastFetch: f.lastFetch}
+	}
+	return out
+}
+
+// MirrorName returns the topic's raw mirror.name config as the partition
+// last saw it ("" when the topic is in no mirror).
+func (p *Partition) MirrorName() string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.settings.mirrorRaw
+}
+
+// Now is the broker's clock (the one follower fetch times are taken with).
+func (rm *ReplicaManager) Now() time.Time { return rm.now() }
+
+// AppendInEpoch appends batches with origin as the partition's leader if it
+// still leads in leaderEpoch (otherwise nothing is written and the error
+// wraps NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH), then waits until
+// they are committed or ctx ends. The mirror appends its failover barrier
+// this way, so that a driver of an older leadership cannot write it.
+func (p *Partition) AppendInEpoch(ctx context.Context, batches []byte, origin storage.AppendOrigin, leaderEpoch int32) (storage.AppendInfo, error) {
+	info, epoch, err := p.appendAsLeader(batches, origin, -1, leaderEpoch)
+	if err != nil || info.LastOffset < 0 {
+		return info, err
+	}
+	return info, p.waitCommitted(ctx, time.Time{}, info.LastOffset+1, epoch)
+}
