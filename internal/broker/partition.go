@@ -288,13 +288,14 @@ func (p *Partition) makeLeader(lp metadata.LocalPartition, settings topicSetting
 	p.replicaMu.Lock()
 	if newEpoch {
 		leo := log.LogEndOffset()
-		if latest, ok := log.LatestEpoch(); !ok || lp.State.LeaderEpoch > latest {
+		if latest, ok := log.LatestEpoch(); (!ok || lp.State.LeaderEpoch > latest) && !p.keepsSourceEpochsLocked() {
 			if err := log.AssignEpochStartOffset(lp.State.LeaderEpoch, leo); err != nil {
 				p.rm.log.Warn("assign leader epoch start offset", "topic", p.tp.Topic, "partition", p.tp.Partition,
 					"epoch", lp.State.LeaderEpoch, "offset", leo, "error", err)
 			}
 		}
 		p.epochStartOffset = leo
+		p.applyMirrorReadOnlyLocked()
 		old := p.followers
 		p.followers = make(map[int32]*followerState, len(lp.State.Replicas))
 		for _, r := range lp.State.Replicas {
@@ -368,7 +369,11 @@ func (p *Partition) markOffline(lp metadata.LocalPartition, err error) {
 // updateSettings applies a change of the topic's configuration.
 func (p *Partition) updateSettings(s topicSettings) {
 	p.mu.Lock()
+	mirrorChanged := p.settings.mirrorRaw != s.mirrorRaw
 	p.settings = s
+	if mirrorChanged {
+		p.applyMirrorReadOnlyLocked()
+	}
 	p.mu.Unlock()
 	p.notify.signal()
 }
