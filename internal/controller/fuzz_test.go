@@ -25,6 +25,7 @@ func fuzzImage(t testing.TB) *metadata.Image {
 	img = withTopic(t, img, OffsetsTopic, metadata.Uuid{0: 7, 15: 2}, partition(1, []int32{1}, []int32{1}))
 	img = withConfig(t, img, topicRes("a"), "retention.ms", "1000", "mirror.name", "m")
 	img = withConfig(t, img, brokerRes(""), "log.cleaner.threads", "2")
+	img = withConfig(t, img, mirrorRes("m"), "bootstrap.servers", "src:9092")
 	return apply(t, img, &metadata.FeatureLevelRecord{Name: metadata.MetadataVersionFeature, Level: 7})
 }
 
@@ -38,7 +39,7 @@ func fuzzRegistry() *wire.Registry {
 }
 
 // fuzzSeeds are valid requests of every served API.
-func fuzzSeeds() []kmsg.Request {
+func fuzzSeeds(t testing.TB) []kmsg.Request {
 	ct := createReq(7, newTopic("b", 3, 2, "cleanup.policy", "compact"), manualTopic("c", assignment(0, 1, 2)))
 	ct5 := createReq(5, newTopic("a_b", -1, -1))
 	dt := deleteByName(5, "a", "zz")
@@ -55,7 +56,7 @@ func fuzzSeeds() []kmsg.Request {
 	el := electReq(2, electPreferred, map[string][]int32{"t": {0, 1}})
 	el.Topics[0].Topic = "a"
 	el0 := electReq(0, 0, nil)
-	return []kmsg.Request{ct, ct5, dt, dt6, cp, ac, ia, allocReq(1, 11), regReq(4, 4), hb, ap, ap1, el, el0}
+	return append([]kmsg.Request{ct, ct5, dt, dt6, cp, ac, ia, allocReq(1, 11), regReq(4, 4), hb, ap, ap1, el, el0}, mirrorFuzzSeeds(t)...)
 }
 
 // FuzzDecisions feeds arbitrary controller requests (a request frame
@@ -65,7 +66,7 @@ func fuzzSeeds() []kmsg.Request {
 // the replay rules refuse), and every response must encode and decode at
 // its version.
 func FuzzDecisions(f *testing.F) {
-	for _, req := range fuzzSeeds() {
+	for _, req := range fuzzSeeds(f) {
 		f.Add(wire.AppendRequest(nil, 1, ptr("seed"), req)[4:])
 	}
 	reg := fuzzRegistry()
@@ -104,11 +105,18 @@ func decideFrame(t *testing.T, img *metadata.Image, reg *wire.Registry, cfg *con
 	case *kmsg.BrokerHeartbeatRequest:
 		recs, _, resp = decideHeartbeat(v, r, heartbeatInput{registrationOffset: 3, shutdownOffset: 3, lowestActiveOffset: 2})
 	case *kmsg.AlterPartitionRequest:
-		recs, resp = decideAlterPartition(v, r)
+		if isLeaderEpochBump(r) && r.Version >= 2 {
+			recs, resp = decideLeaderEpochBumps(img, r)
+		} else {
+			recs, resp = decideAlterPartition(v, r)
+		}
 	case *kmsg.ElectLeadersRequest:
 		recs, resp = decideElectLeaders(v, r)
 	default:
-		t.Fatalf("registry produced %T", req)
+		var ok bool
+		if recs, resp, ok = decideMirrorFrame(v, req); !ok {
+			t.Fatalf("registry produced %T", req)
+		}
 	}
 	apply(t, img, recs...)
 	back := req.ResponseKind()
@@ -129,7 +137,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for i, req := range fuzzSeeds() {
+	for i, req := range fuzzSeeds(t) {
 		frame := wire.AppendRequest(nil, 1, ptr("seed"), req)[4:]
 		body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(frame)) + ")\n"
 		name := fmt.Sprintf("seed-%02d-%s-v%d", i, strings.ToLower(wire.APIName(req.Key())), req.GetVersion())
