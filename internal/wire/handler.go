@@ -20,6 +20,10 @@ type RequestContext struct {
 	// listener without authentication.
 	Principal  string
 	ClientAddr net.Addr
+	// Authz decides the principal's rights; nil when no authorizer is
+	// configured, which allows everything. Handlers call rc.Authorize rather
+	// than Authz directly.
+	Authz Authorizer
 }
 
 // AnonymousPrincipal is the principal of an unauthenticated connection.
