@@ -1,0 +1,201 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/mirror/mirrorstate"
+	"github.com/kmirror/kmirror/internal/record"
+	"github.com/kmirror/kmirror/internal/storage"
+)
+
+// stopping is STOPPING's job, the failover of one partition. Its steps run
+// in this order and each is idempotent, so that a leader that dies half
+// way leaves a state its successor completes by running them all again:
+//
+//  1. remove the partition from the fetchers (no more mirrored appends);
+//  2. bump the leader epoch above every epoch in the log (the source's),
+//     through the controller, unless the current one already is: the
+//     driver is then replaced by the new leader epoch's, which starts this
+//     job again and skips the bump;
+//  3. truncate to the last stable offset: a transaction the source had not
+//     finished is cut off;
+//  4. persist the Last Mirrored Epoch (the greatest epoch left, where the
+//     log ends) for a later mirror in the opposite direction;
+//  5. append one MIRROR_PID_RESET control batch in the new epoch, which
+//     drops every producer's state on every replica, unless the log
+//     already ends with a barrier in the current epoch (written before a
+//     crash).
+//
+// logSource is the source cluster the log holds data of ("" if it never
+// mirrored anything: no LME is written).
+func (d *driver) stopping(ctx context.Context, logSource string) Event {
+	backoff := 100 * time.Millisecond
+	for {
+		err := d.stopOnce(ctx, logSource)
+		if err == nil {
+			return Event{Kind: EvStopped}
+		}
+		if ctx.Err() != nil {
+			return Event{}
+		}
+		if errors.Is(err, errWaitNewEpoch) {
+			// The driver of the new epoch carries on.
+			<-ctx.Done()
+			return Event{}
+		}
+		d.stats.setError(err.Error())
+		d.log.Warn("failover step failed; retrying", "error", err, "backoff", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Event{}
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// errWaitNewEpoch means the leader epoch was bumped: this driver's
+// leadership is over.
+var errWaitNewEpoch = errors.New("leader epoch bumped; waiting for the new leadership")
+
+func (d *driver) stopOnce(ctx context.Context, logSource string) error {
+	// 1.
+	d.source.stopFetching(d)
+	log := d.part.Log()
+	if log == nil {
+		return fmt.Errorf("%s has no local log", d.tp)
+	}
+	if cur := d.part.LeaderEpoch(); cur != d.leaderEpoch {
+		return errWaitNewEpoch
+	}
+	last, hasLast, err := d.lastBatch()
+	if err != nil {
+		return err
+	}
+	barrierDone := hasLast && last.IsControl() && last.PartitionLeaderEpoch == d.leaderEpoch && d.isBarrier()
+	// 2.
+	if !barrierDone {
+		if latest, ok := log.LatestEpoch(); ok && d.leaderEpoch <= latest {
+			if d.m.deps.Controller == nil {
+				return errors.New("no controller to bump the leader epoch through")
+			}
+			rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+			e, err := d.m.deps.Controller.BumpLeaderEpoch(rctx, metadata.Uuid(d.topicID), d.tp.Partition, latest+1)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("bump the leader epoch of %s above %d: %w", d.tp, latest, err)
+			}
+			d.log.Info("leader epoch bumped above the mirrored epochs", "latest_mirrored_epoch", latest, "new_leader_epoch", e)
+			return errWaitNewEpoch
+		}
+	}
+	// 3.
+	if !barrierDone {
+		cut := log.LogEndOffset()
+		for _, p := range log.ActiveProducers() {
+			if p.CurrentTxnFirstOffset >= 0 {
+				cut = min(cut, p.CurrentTxnFirstOffset)
+			}
+		}
+		if leo := log.LogEndOffset(); cut < leo {
+			d.log.Info("truncating the failed-over partition to its last stable offset", "offset", cut, "log_end_offset", leo)
+			if err := d.part.TruncateTo(cut); err != nil {
+				return fmt.Errorf("truncate %s to %d: %w", d.tp, cut, err)
+			}
+		}
+	}
+	// 4.
+	if logSource != "" {
+		lme, end := int32(-1), log.LogEndOffset()
+		if barrierDone {
+			end = last.BaseOffset
+			if entries := log.EpochEntries(); len(entries) >= 2 {
+				lme = entries[len(entries)-2].Epoch
+			}
+		} else if e, ok := log.LatestEpoch(); ok {
+			lme = e
+		}
+		if lme >= 0 {
+			rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+			err := d.m.deps.Store.WriteLME(rctx, LMEWrite{
+				Key:   mirrorstate.LMEKey{TopicID: d.topicID, Partition: d.tp.Partition},
+				Value: mirrorstate.LMEValue{Mirror: d.key.Mirror, SourceClusterID: logSource, LastMirroredEpoch: lme, EndOffset: end},
+			})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("persist the last mirrored epoch of %s: %w", d.tp, err)
+			}
+		}
+	}
+	// 5.
+	if !barrierDone {
+		rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+		info, err := d.part.AppendInEpoch(rctx, record.BuildMirrorPIDReset(d.m.cfg.Now().UnixMilli(), d.leaderEpoch),
+			storage.OriginCoordinator, d.leaderEpoch)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("append the MIRROR_PID_RESET barrier to %s: %w", d.tp, err)
+		}
+		d.log.Info("failover barrier appended", "offset", info.FirstOffset)
+	}
+	return nil
+}
+
+// lastBatch returns the header of the log's last batch.
+func (d *driver) lastBatch() (record.Header, bool, error) {
+	b, ok, err := d.lastBatchBytes()
+	if err != nil || !ok {
+		return record.Header{}, ok, err
+	}
+	h, err := record.ParseHeader(b)
+	return h, err == nil, err
+}
+
+// isBarrier reports whether the log's last batch is a MIRROR_PID_RESET.
+func (d *driver) isBarrier() bool {
+	b, ok, err := d.lastBatchBytes()
+	if err != nil || !ok {
+		return false
+	}
+	ct, err := record.ControlTypeOf(b)
+	return err == nil && ct == record.ControlMirrorPIDReset
+}
+
+// lastBatchBytes reads the log's last batch.
+func (d *driver) lastBatchBytes() ([]byte, bool, error) {
+	log := d.part.Log()
+	if log == nil {
+		return nil, false, fmt.Errorf("%s has no local log", d.tp)
+	}
+	leo := log.LogEndOffset()
+	if leo <= log.LogStartOffset() {
+		return nil, false, nil
+	}
+	res, err := d.part.Read(leo-1, 1<<16, storage.FetchLogEnd, true)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the last batch of %s: %w", d.tp, err)
+	}
+	defer res.Release()
+	buf, err := res.Bytes()
+	if err != nil {
+		return nil, false, fmt.Errorf("read the last batch of %s: %w", d.tp, err)
+	}
+	var last []byte
+	for rest := buf; len(rest) > 0; {
+		b, next, err := record.NextBatch(rest)
+		if err != nil {
+			break
+		}
+		last, rest = b, next
+	}
+	if last == nil {
+		return nil, false, nil
+	}
+	return append([]byte(nil), last...), true, nil
+}

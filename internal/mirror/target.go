@@ -1,0 +1,149 @@
+package mirror
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/broker"
+	"github.com/kmirror/kmirror/internal/storage"
+)
+
+// fetchTarget is a mirrored partition as its fetcher sees it
+// (replication.Target): appends go to the destination leader's log with the
+// source's offsets and epochs, fenced by the leader epoch the partition's
+// driver started in, so that a fetcher still running after a leadership
+// change cannot write.
+type fetchTarget struct {
+	p           *broker.Partition
+	leaderEpoch int32
+	stats       *liveStats
+	now         func() time.Time
+	onRestart   func(offset int64) // OFFSET_OUT_OF_RANGE restarts (logged by the driver)
+}
+
+// Append implements replication.Target.
+func (t *fetchTarget) Append(batches []byte) (int64, error) {
+	info, err := t.p.AppendMirrored(batches, t.leaderEpoch)
+	if err != nil {
+		return -1, err
+	}
+	t.stats.fetched(t.now())
+	return info.LastOffset, nil
+}
+
+// Truncate implements replication.Target (a DivergingEpoch answer).
+func (t *fetchTarget) Truncate(offset int64) error { return t.p.TruncateTo(offset) }
+
+// TruncateFullyAndStartAt implements replication.Target: the source no
+// longer has our fetch position (retention passed it).
+func (t *fetchTarget) TruncateFullyAndStartAt(offset int64) error {
+	if t.onRestart != nil {
+		t.onRestart(offset)
+	}
+	return t.p.TruncateFullyAndStartAt(offset)
+}
+
+func (t *fetchTarget) log() *storage.Log { return t.p.Log() }
+
+// LogStartOffset implements replication.Target.
+func (t *fetchTarget) LogStartOffset() int64 {
+	if l := t.log(); l != nil {
+		return l.LogStartOffset()
+	}
+	return 0
+}
+
+// LogEndOffset implements replication.Target.
+func (t *fetchTarget) LogEndOffset() int64 {
+	if l := t.log(); l != nil {
+		return l.LogEndOffset()
+	}
+	return 0
+}
+
+// LatestEpoch implements replication.Target.
+func (t *fetchTarget) LatestEpoch() (int32, bool) {
+	if l := t.log(); l != nil {
+		return l.LatestEpoch()
+	}
+	return -1, false
+}
+
+// EndOffsetForEpoch implements replication.Target.
+func (t *fetchTarget) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	if l := t.log(); l != nil {
+		return l.EndOffsetForEpoch(epoch)
+	}
+	return -1, -1
+}
+
+// SetHighWatermark implements replication.Target: the source's high
+// watermark is a figure for DescribeMirrors (the destination's own high
+// watermark follows its own followers).
+func (t *fetchTarget) SetHighWatermark(hw int64) {
+	t.stats.sourceHW(hw, t.now())
+}
+
+// MaybeIncrementLogStartOffset implements replication.Target: the source's
+// log start is recorded for DescribeMirrors; the destination keeps its own
+// retention.
+func (t *fetchTarget) MaybeIncrementLogStartOffset(offset int64) { t.stats.sourceLogStart(offset) }
+
+// liveStats are a partition's mirroring figures for DescribeMirrors, kept
+// by its leader in memory.
+type liveStats struct {
+	mu          sync.Mutex
+	srcHW       int64
+	srcLogStart int64
+	lastFetch   time.Time
+	lastErr     string
+	stateChange time.Time
+}
+
+func newLiveStats(now time.Time) *liveStats {
+	return &liveStats{srcHW: -1, srcLogStart: -1, stateChange: now}
+}
+
+func (s *liveStats) fetched(now time.Time) {
+	s.mu.Lock()
+	s.lastFetch = now
+	s.mu.Unlock()
+}
+
+func (s *liveStats) sourceHW(hw int64, now time.Time) {
+	s.mu.Lock()
+	s.srcHW, s.lastFetch = hw, now
+	s.lastErr = ""
+	s.mu.Unlock()
+}
+
+func (s *liveStats) sourceLogStart(off int64) {
+	s.mu.Lock()
+	s.srcLogStart = off
+	s.mu.Unlock()
+}
+
+func (s *liveStats) setError(err string) {
+	s.mu.Lock()
+	s.lastErr = err
+	s.mu.Unlock()
+}
+
+func (s *liveStats) entered(now time.Time) {
+	s.mu.Lock()
+	s.stateChange = now
+	s.mu.Unlock()
+}
+
+// statsSnapshot is a copy of liveStats.
+type statsSnapshot struct {
+	SourceHW, SourceLogStart int64
+	LastFetch, StateChange   time.Time
+	LastError                string
+}
+
+func (s *liveStats) snapshot() statsSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return statsSnapshot{SourceHW: s.srcHW, SourceLogStart: s.srcLogStart, LastFetch: s.lastFetch, StateChange: s.stateChange, LastError: s.lastErr}
+}
