@@ -75,6 +75,7 @@ type Node struct {
 	channel    *controller.Channel
 	broker     *broker.Broker
 	coord      *coordinators
+	mirror     *mirrorNode
 	life       *lifecycle
 	lifeCancel context.CancelFunc
 	lifeDone   chan struct{}

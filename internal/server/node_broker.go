@@ -57,6 +57,11 @@ func (n *Node) startBroker(ctx context.Context) error {
 	}
 
 	services := append([]wire.Service{b}, n.startCoordinators()...)
+	mirrorServices, err := n.startMirror()
+	if err != nil {
+		return fmt.Errorf("mirror: %w", err)
+	}
+	services = append(services, mirrorServices...)
 	for _, l := range n.net.listeners {
 		if slices.Contains(n.cfg.ControllerListenerNames, l.name) {
 			continue

@@ -79,6 +79,7 @@ func (n *Node) teardown(hurry bool) error {
 		n.lifeCancel()
 		<-n.lifeDone
 	}
+	n.closeMirror()
 	n.closeCoordinators()
 	if n.broker != nil {
 		if err := n.broker.Close(); err != nil {
