@@ -367,3 +367,69 @@ func TestPreferredLeaderElection(t *testing.T) {
 	roundTrip(t, c, "p", "after the election")
 	c.WaitReplicasIdentical(t, "p", 0)
 }
+
+// TestInternalTopicsSurviveABrokerLoss: with Kafka's internal topic
+// settings (replication factor 3), __consumer_offsets gets three replicas
+// on a three-node cluster, and a group's offsets stay readable and
+// writable when its coordinator's node stops.
+func TestInternalTopicsSurviveABrokerLoss(t *testing.T) {
+	c := replicatedCluster(t,
+		Config("offsets.topic.replication.factor", "3"),
+		Config("offsets.topic.num.partitions", "3"),
+		Config("transaction.state.log.replication.factor", "3"),
+		Config("transaction.state.log.min.isr", "2"))
+	createReplicated(t, c, "g", nil)
+	ctx := ctxFor(t, 2*time.Minute)
+	commit := func(at int64) {
+		t.Helper()
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "g", Partition: 0, At: at, LeaderEpoch: -1})
+		resp, err := c.Admin(t).CommitOffsets(ctx, "group", offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit %d: %v", at, err)
+		}
+	}
+	fetched := func() int64 {
+		t.Helper()
+		resp, err := c.Admin(t).FetchOffsets(ctx, "group")
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := resp.Lookup("g", 0)
+		return o.At
+	}
+	commit(0)
+	topics, err := c.Admin(t).ListTopicsWithInternal(ctx, "__consumer_offsets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range topics["__consumer_offsets"].Partitions {
+		if len(p.Replicas) != 3 {
+			t.Fatalf("__consumer_offsets-%d has replicas %v", p.Partition, p.Replicas)
+		}
+	}
+	for p := int32(0); p < 3; p++ {
+		c.WaitPartition(t, "__consumer_offsets", p, "three replicas in sync", func(st metadata.PartitionState) bool { return len(st.ISR) == 3 })
+	}
+	commit(7)
+	// The group's coordinator (the leader of its __consumer_offsets
+	// partition) stops: another replica takes over with the offsets.
+	coord := c.Admin(t).FindGroupCoordinators(ctx, "group")["group"]
+	if coord.Err != nil {
+		t.Fatal(coord.Err)
+	}
+	c.Node(coord.NodeID).Stop()
+	if at := fetched(); at != 7 {
+		t.Fatalf("committed offset %d after a node stopped, want 7", at)
+	}
+	commit(9)
+	if at := fetched(); at != 9 {
+		t.Fatalf("committed offset %d, want 9", at)
+	}
+}
