@@ -194,7 +194,7 @@ func (b *Broker) image() *metadata.Image {
 // APIs returns every API a client listener serves from the broker, except
 // ApiVersions, which the server answers.
 func (b *Broker) APIs() []wire.API {
-	return []wire.API{
+	apis := []wire.API{
 		{Key: 0, MinVersion: 3, MaxVersion: 11, Handle: b.handleProduce},
 		{Key: 1, MinVersion: 4, MaxVersion: 17, Handle: b.handleFetch},
 		{Key: 2, MinVersion: 1, MaxVersion: 8, Handle: b.handleListOffsets},
@@ -213,6 +213,7 @@ func (b *Broker) APIs() []wire.API {
 		{Key: 60, MinVersion: 0, MaxVersion: 1, Handle: b.handleDescribeCluster},
 		{Key: 61, MinVersion: 0, MaxVersion: 0, Handle: b.handleDescribeProducers},
 	}
+	return append(apis, b.mirrorAdminAPIs()...)
 }
 
 // requestTypeError is returned by a handler given a request of another API

@@ -34,6 +34,8 @@ func FuzzRequests(f *testing.F) {
 		&kmsg.DescribeLogDirsRequest{Version: 4},
 		&kmsg.DescribeProducersRequest{Topics: []kmsg.DescribeProducersRequestTopic{{Topic: "fz", Partitions: []int32{1}}}},
 		&kmsg.DescribeClusterRequest{Version: 1, EndpointType: 1},
+		&wire.ListMirrorsRequest{},
+		&wire.AddTopicsToMirrorRequest{MirrorName: "m", Topics: []wire.MirrorTopicsRequestTopic{{Name: "fz"}}, TimeoutMillis: 10},
 	}
 	for _, s := range seeds {
 		f.Add(s.Key(), s.GetVersion(), s.AppendTo(nil))
@@ -49,6 +51,9 @@ func FuzzRequests(f *testing.F) {
 			return
 		}
 		req := kmsg.RequestForKey(key)
+		if wire.IsMirrorKey(key) {
+			req = wire.NewMirrorRequest(key)
+		}
 		req.SetVersion(version)
 		if err := req.ReadFrom(body); err != nil {
 			return // the server closes the connection; the handler never sees it
