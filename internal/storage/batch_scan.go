@@ -32,6 +32,11 @@ type headerScanner struct {
 	batchPos int64
 	h        record.Header
 	err      error
+
+	// expect, if >= 0, is the last offset the first batch must have: the
+	// index entry the scan starts from claims so.
+	expect int64
+	first  bool
 }
 
 const scanChunk = 4096
@@ -41,7 +46,15 @@ var scanBuffers = sync.Pool{New: func() any { b := make([]byte, scanChunk); retu
 // newHeaderScanner scans [pos, end) of r. Call release when done.
 func newHeaderScanner(r io.ReaderAt, pos, end int64) *headerScanner {
 	b := scanBuffers.Get().(*[]byte)
-	return &headerScanner{r: r, pos: pos, end: end, buf: *b}
+	return &headerScanner{r: r, pos: pos, end: end, buf: *b, expect: -1, first: true}
+}
+
+// newIndexedScanner scans [pos, end) starting from the index entry
+// (offset, pos); offset -1 means no entry (pos is a known batch start).
+func newIndexedScanner(r io.ReaderAt, offset, pos, end int64) *headerScanner {
+	sc := newHeaderScanner(r, pos, end)
+	sc.expect = offset
+	return sc
 }
 
 func (s *headerScanner) release() {
@@ -85,6 +98,11 @@ func (s *headerScanner) next() bool {
 		s.err = fmt.Errorf("batch at position %d of %d bytes runs past the end %d: %w", s.pos, h.Size(), s.end, errScanCorrupt)
 		return false
 	}
+	if s.first && s.expect >= 0 && h.LastOffset() != s.expect {
+		s.err = fmt.Errorf("index entry says offset %d, the batch at position %d ends at %d: %w", s.expect, s.pos, h.LastOffset(), errIndexMismatch)
+		return false
+	}
+	s.first = false
 	s.h, s.batchPos = h, s.pos
 	s.pos += int64(h.Size())
 	return true
@@ -94,3 +112,7 @@ func (s *headerScanner) next() bool {
 func (s *headerScanner) Err() error { return s.err }
 
 var errScanCorrupt = fmt.Errorf("segment file is inconsistent: %w", record.ErrCorrupt)
+
+// errIndexMismatch reports an offset index entry that does not describe the
+// batch at its position.
+var errIndexMismatch = fmt.Errorf("offset index does not match the segment: %w", errScanCorrupt)

@@ -14,7 +14,7 @@ func TestOffsetIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.f.close()
-	if o, pos := ix.lookup(150, 1<<30); o != 100 || pos != 0 {
+	if o, pos := ix.lookup(150, 1<<30); o != -1 || pos != 0 {
 		t.Fatalf("empty lookup %d %d", o, pos)
 	}
 	for i, e := range [][2]int64{{110, 100}, {120, 200}, {130, 300}} {
@@ -26,7 +26,7 @@ func TestOffsetIndex(t *testing.T) {
 		t.Fatal("non-increasing offset accepted")
 	}
 	cases := []struct{ target, end, wantOff, wantPos int64 }{
-		{105, 1 << 30, 100, 0},
+		{105, 1 << 30, -1, 0},
 		{110, 1 << 30, 110, 100},
 		{125, 1 << 30, 120, 200},
 		{999, 1 << 30, 130, 300},

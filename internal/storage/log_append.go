@@ -240,6 +240,9 @@ func summarize(in []inBatch, logStart int64) AppendInfo {
 // success the new end is published to readers. A pending CRC check (nil if
 // none) is completed before anything is published.
 func (l *Log) writeBatchesLocked(in []inBatch, buf []byte, cfg LogConfig, now time.Time, crc *crcCheck) error {
+	if err := l.active().rebuildSuspectIndexes(); err != nil {
+		return err
+	}
 	first, last := in[0].h, in[len(in)-1].h
 	maxTs := int64(math.MinInt64)
 	for _, b := range in {

@@ -122,18 +122,18 @@ func (s *segment) findOffsetByTimestamp(ts, startingOffset, end int64, maxDecomp
 		return TimestampOffset{}, false, err
 	}
 	_, o := ix.time.lookup(ts)
-	_, pos := ix.off.lookup(max(o, startingOffset), end)
-	r, ok, err := s.searchTimestampFrom(pos, ts, startingOffset, end, maxDecompressed)
-	if err != nil && pos > 0 && s.indexBroken(err) {
-		return s.searchTimestampFrom(0, ts, startingOffset, end, maxDecompressed)
+	io, pos := ix.off.lookup(max(o, startingOffset), end)
+	r, ok, err := s.searchTimestampFrom(io, pos, ts, startingOffset, end, maxDecompressed)
+	if err != nil && io >= 0 && s.indexBroken(err) {
+		return s.searchTimestampFrom(-1, 0, ts, startingOffset, end, maxDecompressed)
 	}
 	return r, ok, err
 }
 
-// searchTimestampFrom scans batches from pos for the first record with
-// offset >= startingOffset and timestamp >= ts.
-func (s *segment) searchTimestampFrom(pos, ts, startingOffset, end int64, maxDecompressed int) (TimestampOffset, bool, error) {
-	sc := newHeaderScanner(s.log, pos, end)
+// searchTimestampFrom scans batches from the index entry (entryOffset, pos)
+// for the first record with offset >= startingOffset and timestamp >= ts.
+func (s *segment) searchTimestampFrom(entryOffset, pos, ts, startingOffset, end int64, maxDecompressed int) (TimestampOffset, bool, error) {
+	sc := newIndexedScanner(s.log, entryOffset, pos, end)
 	defer sc.release()
 	for sc.next() {
 		h := sc.h

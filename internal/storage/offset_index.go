@@ -38,9 +38,11 @@ func (ix *offsetIndex) parse(i int64) (offset, pos int64) {
 }
 
 // lookup returns the entry with the largest offset <= target whose position
-// is below end, or (base, 0) if there is none: a scan from the returned
+// is below end, or (-1, 0) if there is none: a scan from the returned
 // position finds target. The end bound lets a reader ignore entries added by
-// appends it does not see yet.
+// appends it does not see yet. A scan from an entry should check that the
+// batch there ends at the entry's offset (headerScanner.expect): entries of
+// a file loaded from disk are hints, not facts.
 func (ix *offsetIndex) lookup(target, end int64) (offset, pos int64) {
 	ix.f.mu.RLock()
 	defer ix.f.mu.RUnlock()
@@ -62,11 +64,11 @@ func (ix *offsetIndex) lookup(target, end int64) (offset, pos int64) {
 			return o, p
 		}
 	}
-	return ix.base, 0
+	return -1, 0
 }
 
 // lookupPosition returns the entry with the largest position < pos, or
-// (base, 0) if there is none.
+// (-1, 0) if there is none.
 func (ix *offsetIndex) lookupPosition(pos int64) (offset, position int64) {
 	ix.f.mu.RLock()
 	defer ix.f.mu.RUnlock()
@@ -84,7 +86,7 @@ func (ix *offsetIndex) lookupPosition(pos int64) (offset, position int64) {
 		}
 	}
 	if found < 0 {
-		return ix.base, 0
+		return -1, 0
 	}
 	return ix.parse(found)
 }

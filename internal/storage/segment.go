@@ -66,6 +66,11 @@ type segment struct {
 
 	refs    atomic.Int64
 	deleted atomic.Bool
+
+	// indexSuspect is set when a lookup found an entry of the active
+	// segment's offset index that does not describe its batch (an index
+	// loaded from disk after a clean shutdown can be wrong).
+	indexSuspect atomic.Bool
 }
 
 // segmentIndexes are a segment's memory-mapped indexes, opened lazily for
@@ -425,9 +430,9 @@ func (s *segment) translate(offset, end int64) (pos int64, h record.Header, foun
 	if err != nil {
 		return 0, h, false, err
 	}
-	_, p := ix.off.lookup(offset, end)
+	o, p := ix.off.lookup(offset, end)
 	for {
-		sc := newHeaderScanner(s.log, p, end)
+		sc := newIndexedScanner(s.log, o, p, end)
 		for sc.next() {
 			if sc.h.LastOffset() >= offset {
 				pos, h := sc.batchPos, sc.h
@@ -437,8 +442,8 @@ func (s *segment) translate(offset, end int64) (pos int64, h record.Header, foun
 		}
 		err := sc.Err()
 		sc.release()
-		if err != nil && p > 0 && s.indexBroken(err) {
-			p = 0 // the entry did not point at a batch: scan from the start
+		if err != nil && o >= 0 && s.indexBroken(err) {
+			o, p = -1, 0 // the entry did not describe a batch: scan from the start
 			continue
 		}
 		return end, h, false, err
@@ -462,7 +467,11 @@ func (s *segment) indexBroken(scanErr error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.indexCap != 0 {
-		return true // active: keep the index (the appender uses it), scan instead
+		// Active: the appender uses the index; it rebuilds it under the
+		// log's lock before its next write (rebuildSuspectIndexes). Until
+		// then lookups fall back to scans.
+		s.indexSuspect.Store(true)
+		return true
 	}
 	old := s.idx.Load()
 	ix, err := s.rebuildIndexesLocked()
@@ -486,12 +495,12 @@ func (s *segment) lastBatchEndingBy(from, limit, end int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, p := ix.off.lookupPosition(min(limit, end))
-	if p < from {
-		p = from
+	o, p := ix.off.lookupPosition(min(limit, end))
+	if p <= from {
+		o, p = -1, from // from is a known batch start
 	}
 	for {
-		sc := newHeaderScanner(s.log, p, end)
+		sc := newIndexedScanner(s.log, o, p, end)
 		endPos := p
 		for sc.next() {
 			if sc.pos > limit {
@@ -501,8 +510,8 @@ func (s *segment) lastBatchEndingBy(from, limit, end int64) (int64, error) {
 		}
 		err := sc.Err()
 		sc.release()
-		if err != nil && p > from && s.indexBroken(err) {
-			p = from
+		if err != nil && o >= 0 && s.indexBroken(err) {
+			o, p = -1, from
 			continue
 		}
 		return endPos, err
@@ -517,20 +526,20 @@ func (s *segment) readNextOffset() (int64, error) {
 		return 0, err
 	}
 	size := s.size.Load()
-	_, p, _ := ix.off.last()
-	if p >= size {
-		p = 0
+	o, p, ok := ix.off.last()
+	if !ok || p >= size {
+		o, p = -1, 0
 	}
 	for {
-		sc := newHeaderScanner(s.log, p, size)
+		sc := newIndexedScanner(s.log, o, p, size)
 		next := s.base
 		for sc.next() {
 			next = sc.h.NextOffset()
 		}
 		err := sc.Err()
 		sc.release()
-		if err != nil && p > 0 && s.indexBroken(err) {
-			p = 0
+		if err != nil && o >= 0 && s.indexBroken(err) {
+			o, p = -1, 0
 			continue
 		}
 		return next, err
@@ -660,16 +669,16 @@ func (s *segment) cutPoint(offset int64) (pos, end int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	_, p := ix.off.lookupPosition(pos)
+	o, p := ix.off.lookupPosition(pos)
 	for {
-		sc := newHeaderScanner(s.log, p, pos)
+		sc := newIndexedScanner(s.log, o, p, pos)
 		for sc.next() {
 			end = sc.h.NextOffset()
 		}
 		err := sc.Err()
 		sc.release()
-		if err != nil && p > 0 && s.indexBroken(err) {
-			p, end = 0, s.base
+		if err != nil && o >= 0 && s.indexBroken(err) {
+			o, p, end = -1, 0, s.base
 			continue
 		}
 		return pos, end, err
@@ -722,18 +731,29 @@ func (s *segment) truncateTo(offset int64, cfg LogConfig, now time.Time) (int64,
 	// Recompute the largest timestamp: the last time index entry, then the
 	// batches after it.
 	ts, off, _ := ix.time.last()
-	_, p := ix.off.lookup(off, pos)
-	sc := newHeaderScanner(s.log, p, pos)
-	for sc.next() {
-		if sc.h.MaxTimestamp > ts {
-			ts, off = sc.h.MaxTimestamp, sc.h.LastOffset()
+	o, p := ix.off.lookup(off, pos)
+	for {
+		sc := newIndexedScanner(s.log, o, p, pos)
+		for sc.next() {
+			if sc.h.MaxTimestamp > ts {
+				ts, off = sc.h.MaxTimestamp, sc.h.LastOffset()
+			}
 		}
+		err := sc.Err()
+		sc.release()
+		if err != nil && o >= 0 && s.indexBroken(err) {
+			o, p = -1, 0
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		break
 	}
-	sc.release()
 	s.mu.Lock()
 	s.maxTs, s.offsetOfMaxT, s.maxTsLoaded = ts, off, true
 	s.mu.Unlock()
-	return size - pos, sc.Err()
+	return size - pos, nil
 }
 
 // baseOffsetAtPos returns the base offset of the batch at pos.
@@ -845,4 +865,28 @@ func (s *segment) closeFiles(deleted bool) {
 			s.logger.Warn("closing segment", "error", err)
 		}
 	}
+}
+
+// rebuildSuspectIndexes rebuilds the indexes of a segment flagged by
+// indexBroken. Caller holds the owning Log's lock (so no append runs);
+// lookups holding the old indexes find them empty once closed.
+func (s *segment) rebuildSuspectIndexes() error {
+	if !s.indexSuspect.Load() {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.idx.Load()
+	ix, err := s.rebuildIndexesLocked()
+	if err != nil {
+		return fmt.Errorf("rebuild indexes of %s: %w", s.logPath, err)
+	}
+	s.idx.Store(ix)
+	if old != nil {
+		old.off.f.closeNoTrim()
+		old.time.f.closeNoTrim()
+	}
+	s.indexSuspect.Store(false)
+	s.logger.Info("rebuilt the active segment's indexes", "file", s.logPath)
+	return nil
 }
