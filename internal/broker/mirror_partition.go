@@ -102,3 +102,16 @@ func (p *Partition) AppendInEpoch(ctx context.Context, batches []byte, origin st
 	}
 	return info, p.waitCommitted(ctx, time.Time{}, info.LastOffset+1, epoch)
 }
+
+// leaderTruncatedLocked keeps the leader's epoch start offset inside its
+// log after a truncation. Only a mirrored partition's leader truncates its
+// own log (PREPARING, a DivergingEpoch answer from the source, STOPPING's
+// cut to the last stable offset); the leader epoch then effectively starts
+// where the log now ends, and an epoch start left beyond it would make
+// ListOffsets answer OFFSET_NOT_AVAILABLE and keep followers out of the ISR
+// until the log grew past it again. Caller holds mu for writing.
+func (p *Partition) leaderTruncatedLocked(log *storage.Log) {
+	if p.leader && p.epochStartOffset > log.LogEndOffset() {
+		p.epochStartOffset = log.LogEndOffset()
+	}
+}

@@ -106,3 +106,30 @@ func TestFollowerFetchesAreReported(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLeaderTruncationMovesEpochStart checks that a leader truncating its
+// own log (a mirrored partition failing over) keeps answering ListOffsets:
+// the leader epoch's start moves back with the log end.
+func TestLeaderTruncationMovesEpochStart(t *testing.T) {
+	e := newEnv(t, nil)
+	e.createTopicWith("lt", 1, 1, []int32{1}, []int32{1}, map[string]string{"mirror.name": "west"})
+	p := e.partition("lt", 0)
+	if _, err := p.AppendMirrored(append(replicatedBatch(t, 0, 2, -1, "a", "b"), replicatedBatch(t, 2, 2, -1, "c")...), p.LeaderEpoch()); err != nil {
+		t.Fatal(err)
+	}
+	id := e.topicID("lt")
+	one := int32(1)
+	e.meta.mustApply(t, &metadata.PartitionChangeRecord{TopicID: id, Partition: 0, Leader: &one, LeaderEpoch: ptr(int32(3))})
+	if err := p.TruncateTo(2); err != nil {
+		t.Fatal(err)
+	}
+	if r := listOffset(t, e, 7, "lt", 0, -1, 0, -1); r.ErrorCode != 0 || r.Offset != 2 {
+		t.Fatalf("latest offset after the leader truncated: %d %v", r.Offset, kerr.ErrorForCode(r.ErrorCode))
+	}
+	if err := p.TruncateFullyAndStartAt(1); err != nil {
+		t.Fatal(err)
+	}
+	if r := listOffset(t, e, 7, "lt", 0, -2, 0, -1); r.ErrorCode != 0 || r.Offset != 1 {
+		t.Fatalf("earliest offset after a full truncation: %d %v", r.Offset, kerr.ErrorForCode(r.ErrorCode))
+	}
+}
