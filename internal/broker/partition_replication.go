@@ -76,6 +76,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 		return err
 	}
 	err = log.TruncateTo(offset)
+	p.leaderTruncatedLocked(log)
 	p.notify.signal()
 	return err
 }
@@ -90,6 +91,7 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 		return err
 	}
 	err = log.TruncateFullyAndStartAt(offset)
+	p.leaderTruncatedLocked(log)
 	p.notify.signal()
 	return err
 }
