@@ -380,29 +380,55 @@ func TestInternalTopicsSurviveABrokerLoss(t *testing.T) {
 		Config("transaction.state.log.min.isr", "2"))
 	createReplicated(t, c, "g", nil)
 	ctx := ctxFor(t, 2*time.Minute)
+	// admin is a client of the running nodes; requests retry until the
+	// group's coordinator has moved and loaded the group.
+	admin := func() *kadm.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapAddrs()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	retry := func(what string, f func(adm *kadm.Client) error) {
+		t.Helper()
+		adm := admin()
+		for {
+			err := f(adm)
+			if err == nil {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(20 * time.Millisecond) // polling until the coordinator answers
+		}
+	}
 	commit := func(at int64) {
 		t.Helper()
 		offs := kadm.Offsets{}
 		offs.Add(kadm.Offset{Topic: "g", Partition: 0, At: at, LeaderEpoch: -1})
-		resp, err := c.Admin(t).CommitOffsets(ctx, "group", offs)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			t.Fatalf("commit %d: %v", at, err)
-		}
+		retry(fmt.Sprintf("commit %d", at), func(adm *kadm.Client) error {
+			resp, err := adm.CommitOffsets(ctx, "group", offs)
+			if err == nil {
+				err = resp.Error()
+			}
+			return err
+		})
 	}
 	fetched := func() int64 {
 		t.Helper()
-		resp, err := c.Admin(t).FetchOffsets(ctx, "group")
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, _ := resp.Lookup("g", 0)
-		return o.At
+		var at int64
+		retry("fetch offsets", func(adm *kadm.Client) error {
+			resp, err := adm.FetchOffsets(ctx, "group")
+			if err == nil {
+				err = resp.Error()
+			}
+			o, _ := resp.Lookup("g", 0)
+			at = o.At
+			return err
+		})
+		return at
 	}
 	commit(0)
 	topics, err := c.Admin(t).ListTopicsWithInternal(ctx, "__consumer_offsets")

@@ -148,9 +148,17 @@ func runSampleCluster(t *testing.T, files []string, wantBrokers int) {
 	defer cl.Close()
 	ctx := ctxFor(t, 2*time.Minute)
 	adm := kadm.NewClient(cl)
-	brokers, err := adm.ListBrokers(ctx)
-	if err != nil || len(brokers) != wantBrokers {
-		t.Fatalf("brokers %v, %v; want %d", brokers, err, wantBrokers)
+	// Each node's start waits for its own unfencing only; the others see
+	// it a moment later.
+	for {
+		brokers, err := adm.ListBrokers(ctx)
+		if err == nil && len(brokers) == wantBrokers {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("brokers %v, %v; want %d", brokers, err, wantBrokers)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the brokers' metadata
 	}
 	resp, err := adm.CreateTopic(ctx, 1, -1, nil, "sample")
 	if err != nil || resp.Err != nil {
