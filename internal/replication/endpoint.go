@@ -22,6 +22,7 @@ type Source struct {
 	Addr string
 }
 
+// String names the source in logs.
 func (s Source) String() string {
 	if s.Cluster == "" {
 		return fmt.Sprintf("broker %d (%s)", s.BrokerID, s.Addr)

@@ -102,6 +102,7 @@ const (
 	StateFenced
 )
 
+// String names the state in logs and statuses.
 func (s State) String() string {
 	switch s {
 	case StateFetching:
