@@ -33,11 +33,13 @@ func (p *Partition) AppendAsFollower(batches []byte) (storage.AppendInfo, error)
 }
 
 // SetFollowerHighWatermark records the leader's high watermark on a
-// follower (bounded by the follower's log end).
+// follower (bounded by the follower's log end). As in Kafka's follower it
+// only moves forward: a new leader may report a lower high watermark for
+// a while after an election, which does not uncommit anything.
 func (p *Partition) SetFollowerHighWatermark(hw int64) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.leader || p.log == nil {
+	if p.leader || p.log == nil || hw <= p.log.HighWatermark() {
 		return
 	}
 	// The log clamps the value to its own end: a follower behind the leader
