@@ -1,10 +1,9 @@
 package mirrorconfig
 
 import (
-	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/internal/config"
 )
 
 // SourceClientOpts validates a mirror's properties and returns the options
@@ -12,8 +11,8 @@ import (
 // timeouts and the security settings. Callers add what their use needs
 // (e.g. kgo.RequestRetries, or the consumer options of a fetcher).
 //
-// Only PLAINTEXT is implemented so far: another security.protocol is an
-// error wrapping kerr.InvalidConfig that says so, rather than a client that
+// Only PLAINTEXT is implemented so far: another security.protocol is a
+// *config.ValueError (wrapping kerr.InvalidConfig) that says so, rather than a client that
 // would connect without the security the operator asked for.
 func SourceClientOpts(props map[string]string) ([]kgo.Opt, error) {
 	c, err := Parse(props)
@@ -36,7 +35,7 @@ func (c *Config) ClientOpts() ([]kgo.Opt, error) {
 	case "PLAINTEXT":
 		return opts, nil
 	default:
-		return nil, fmt.Errorf("%s: %s is not supported yet: kmirror connects to source clusters with PLAINTEXT only (TLS and SASL arrive with the security work): %w",
-			SecurityProtocol, c.SecurityProtocol, kerr.InvalidConfig)
+		return nil, &config.ValueError{Name: SecurityProtocol, Value: c.SecurityProtocol,
+			Reason: c.SecurityProtocol + " is not supported yet: kmirror connects to source clusters with PLAINTEXT only (TLS and SASL arrive with the security work)"}
 	}
 }
