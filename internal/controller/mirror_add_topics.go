@@ -55,7 +55,7 @@ type addTopicsInput struct {
 // An unknown mirror is RESOURCE_NOT_FOUND for the whole request.
 func decideAddTopics(v *view, req *wire.MirrorTopicsRequest, in addTopicsInput) ([]metadata.Record, *wire.MirrorTopicsResponse) {
 	img := v.img
-	if err := wire.ValidateMirrorName(req.MirrorName); err != nil {
+	if err := validateMirrorName(req.MirrorName); err != nil {
 		return nil, mirrorTopicsFailure(req, err)
 	}
 	props := img.Configs(metadata.ConfigResource{Type: metadata.ResourceMirror, Name: req.MirrorName})

@@ -26,8 +26,8 @@ var mirrorStateConfigs = map[string]string{"cleanup.policy": "compact"}
 // bootstrap.servers, a security protocol not supported yet, or given twice).
 // Secrets are stored as given and never appear in the error messages.
 func decideCreateMirror(v *view, req *wire.CreateMirrorRequest) ([]metadata.Record, error) {
-	if err := wire.ValidateMirrorName(req.MirrorName); err != nil {
-		return nil, errf(kerr.InvalidRequest, "%s", err.Error())
+	if err := validateMirrorName(req.MirrorName); err != nil {
+		return nil, err
 	}
 	if mirrorExists(v.img, req.MirrorName) {
 		return nil, errf(kerr.DuplicateResource, "mirror %q already exists", req.MirrorName)

@@ -79,6 +79,9 @@ func TestDecideCreateMirror(t *testing.T) {
 			recs, err := decideCreateMirror(testView(t, c.img, cfg), c.req)
 			if c.want != nil {
 				wantCode(t, c.name, codeOf(err), messageOf(err), c.want, c.msgPart)
+				if strings.HasSuffix(*messageOf(err), ": "+c.want.Message) {
+					t.Fatalf("message %q ends with the error's name", *messageOf(err))
+				}
 				if strings.Contains(err.Error(), "pw") {
 					t.Fatalf("error %q quotes a secret", err)
 				}

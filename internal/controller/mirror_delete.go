@@ -26,7 +26,7 @@ import (
 // The mirror's __mirror_state records are not the controller's: the mirror
 // coordinators tombstone them when they see the mirror gone.
 func decideDeleteMirror(img *metadata.Image, name string, states map[stateKey]wire.MirrorPartitionState, statesErr error) ([]metadata.Record, error) {
-	if err := wire.ValidateMirrorName(name); err != nil {
+	if err := validateMirrorName(name); err != nil {
 		return nil, err
 	}
 	props := img.Configs(metadata.ConfigResource{Type: metadata.ResourceMirror, Name: name})

@@ -3,6 +3,8 @@ package controller
 import (
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/metadata"
 	"github.com/kmirror/kmirror/internal/wire"
@@ -89,4 +91,15 @@ func mirrorMembers(img *metadata.Image, mirror string) map[string]membership {
 		}
 	}
 	return out
+}
+
+// validateMirrorName checks a mirror name (wire.ValidateMirrorName) and
+// returns an INVALID_REQUEST whose message is the rule alone, without the
+// Kafka error's name appended.
+func validateMirrorName(name string) error {
+	err := wire.ValidateMirrorName(name)
+	if err == nil {
+		return nil
+	}
+	return errf(kerr.InvalidRequest, "%s", strings.TrimSuffix(err.Error(), ": "+kerr.InvalidRequest.Message))
 }

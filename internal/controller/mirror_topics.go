@@ -64,7 +64,7 @@ func (op mirrorTopicsOp) verb() string {
 // a membership the operation does not allow (the message gives it), or
 // named twice. An unknown mirror is RESOURCE_NOT_FOUND for the request.
 func decideMirrorTopics(img *metadata.Image, op mirrorTopicsOp, req *wire.MirrorTopicsRequest) ([]metadata.Record, *wire.MirrorTopicsResponse) {
-	if err := wire.ValidateMirrorName(req.MirrorName); err != nil {
+	if err := validateMirrorName(req.MirrorName); err != nil {
 		return nil, mirrorTopicsFailure(req, err)
 	}
 	if !mirrorExists(img, req.MirrorName) {
