@@ -1,0 +1,206 @@
+package auth
+
+import (
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kmirror/kmirror/internal/config"
+	"github.com/kmirror/kmirror/internal/wire"
+)
+
+// Security protocols of listeners.
+const (
+	ProtocolPlaintext     = "PLAINTEXT"
+	ProtocolSSL           = "SSL"
+	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
+	ProtocolSASLSSL       = "SASL_SSL"
+)
+
+// UsesTLS reports whether a security protocol runs over TLS.
+func UsesTLS(protocol string) bool { return protocol == ProtocolSSL || protocol == ProtocolSASLSSL }
+
+// UsesSASL reports whether a security protocol authenticates with SASL.
+func UsesSASL(protocol string) bool {
+	return protocol == ProtocolSASLPlaintext || protocol == ProtocolSASLSSL
+}
+
+// Listener is the security of one listener: its TLS configuration and how a
+// certificate becomes a principal (SSL, SASL_SSL), and the SASL mechanisms
+// it offers (SASL_PLAINTEXT, SASL_SSL).
+type Listener struct {
+	Name     string
+	Protocol string
+	// TLS is the server configuration; nil without TLS.
+	TLS *tls.Config
+	// Mapper maps client certificate DNs to principal names (SSL).
+	Mapper *PrincipalMapper
+	// SASL holds the enabled mechanisms; nil without SASL.
+	SASL *Mechanisms
+}
+
+// NewListener builds the security of listener l from the node's
+// configuration. SCRAM mechanisms look credentials up with creds. Warnings
+// name settings that are ignored (a mechanism kmirror does not implement
+// next to ones it does).
+func NewListener(cfg *config.Config, l config.Listener, creds ScramCredentials) (*Listener, []string, error) {
+	sec := &Listener{Name: l.Name, Protocol: l.SecurityProtocol}
+	var warnings []string
+	switch l.SecurityProtocol {
+	case ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL:
+	default:
+		return nil, nil, fmt.Errorf("listener %s: unknown security protocol %s", l.Name, l.SecurityProtocol)
+	}
+	if UsesTLS(l.SecurityProtocol) {
+		tc, err := ServerTLSConfig(cfg, l.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		sec.TLS = tc
+		rules, _ := cfg.ListenerValue(l.Name, "ssl.principal.mapping.rules")
+		m, err := ParsePrincipalMappingRules(rules.Str())
+		if err != nil {
+			return nil, nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		sec.Mapper = m
+	}
+	if UsesSASL(l.SecurityProtocol) {
+		if v, ok := cfg.ListenerValue(l.Name, "connections.max.reauth.ms"); ok && v.Long() != 0 {
+			return nil, nil, fmt.Errorf("listener %s: connections.max.reauth.ms: re-authentication (KIP-368) is not supported; leave it at 0", l.Name)
+		}
+		enabled, _ := cfg.ListenerValue(l.Name, "sasl.enabled.mechanisms")
+		var mechs []ServerMechanism
+		for _, name := range enabled.List() {
+			switch name = strings.ToUpper(strings.TrimSpace(name)); name {
+			case MechanismPlain:
+				j, err := listenerJAAS(cfg, l.Name, MechanismPlain)
+				if err != nil {
+					return nil, nil, err
+				}
+				if j == nil || j.LoginModule != PlainLoginModule {
+					return nil, nil, fmt.Errorf("listener %s: PLAIN needs listener.name.%s.plain.sasl.jaas.config with %s and its user_<name>=\"<password>\" options",
+						l.Name, strings.ToLower(l.Name), PlainLoginModule)
+				}
+				mechs = append(mechs, NewPlainMechanism(j.PlainUsers()))
+			case ScramSHA256.Name, ScramSHA512.Name:
+				m, _ := ScramMechanismByName(name)
+				mechs = append(mechs, NewScramServer(m, creds))
+			default:
+				warnings = append(warnings, fmt.Sprintf("listener %s: SASL mechanism %s is not implemented by kmirror and is not offered", l.Name, name))
+			}
+		}
+		if len(mechs) == 0 {
+			return nil, warnings, fmt.Errorf("listener %s: sasl.enabled.mechanisms offers none of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default GSSAPI is not implemented)", l.Name)
+		}
+		sec.SASL = NewMechanisms(mechs...)
+	}
+	return sec, warnings, nil
+}
+
+// TLSPrincipal returns the principal of a TLS connection: "User:" and the
+// client certificate's DN (RFC 2253) through ssl.principal.mapping.rules, or
+// User:ANONYMOUS without a client certificate.
+func (l *Listener) TLSPrincipal(cs tls.ConnectionState) (string, error) {
+	if len(cs.PeerCertificates) == 0 {
+		return wire.AnonymousPrincipal, nil
+	}
+	dn, err := DistinguishedName(cs.PeerCertificates[0].RawSubject)
+	if err != nil {
+		return "", err
+	}
+	mapper := l.Mapper
+	if mapper == nil {
+		mapper = &PrincipalMapper{rules: []mappingRule{{isDefault: true}}}
+	}
+	name, err := mapper.Map(dn)
+	if err != nil {
+		return "", err
+	}
+	return "User:" + name, nil
+}
+
+// listenerJAAS returns the JAAS configuration of a listener for a mechanism:
+// listener.name.<l>.<mechanism>.sasl.jaas.config, else
+// listener.name.<l>.sasl.jaas.config, else sasl.jaas.config; nil when none
+// is set.
+func listenerJAAS(cfg *config.Config, listener, mechanism string) (*JAAS, error) {
+	for _, name := range []string{strings.ToLower(mechanism) + ".sasl.jaas.config", "sasl.jaas.config"} {
+		v, ok := cfg.ListenerValue(listener, name)
+		if !ok || v.IsNull() || v.Password() == "" {
+			continue
+		}
+		j, err := ParseJAAS(v.Password())
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", listener, err)
+		}
+		return j, nil
+	}
+	return nil, nil
+}
+
+// NodeDialOptions returns how this node connects to the listener called
+// name on other nodes (the inter-broker listener, a controller listener):
+// TLS with ClientTLSConfig for SSL and SASL_SSL, and for SASL the mechanism
+// of sasl.mechanism.controller.protocol (controller listeners) or
+// sasl.mechanism.inter.broker.protocol, with the username and password of
+// the listener's JAAS entry for that mechanism. A PLAINTEXT listener needs
+// no options.
+func NodeDialOptions(cfg *config.Config, name string) ([]wire.DialOption, error) {
+	i := slices.IndexFunc(cfg.Listeners, func(l config.Listener) bool { return l.Name == name })
+	protocol := ""
+	if i >= 0 {
+		protocol = cfg.Listeners[i].SecurityProtocol
+	} else if j := slices.IndexFunc(cfg.AdvertisedListeners, func(l config.Listener) bool { return l.Name == name }); j >= 0 {
+		protocol = cfg.AdvertisedListeners[j].SecurityProtocol
+	}
+	var opts []wire.DialOption
+	if UsesTLS(protocol) {
+		tc, err := ClientTLSConfig(cfg, name)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, wire.WithTLS(tc))
+	}
+	if UsesSASL(protocol) {
+		setting := "sasl.mechanism.inter.broker.protocol"
+		if slices.Contains(cfg.ControllerListenerNames, name) {
+			setting = "sasl.mechanism.controller.protocol"
+		}
+		v, _ := cfg.Get(setting)
+		m, err := clientMechanism(cfg, name, setting, v.Str())
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, wire.WithSASL(m))
+	}
+	return opts, nil
+}
+
+// clientMechanism builds the client side of mechanism for the node's own
+// login on a listener, from the JAAS entry's username and password.
+func clientMechanism(cfg *config.Config, listener, setting, mechanism string) (sasl.Mechanism, error) {
+	mechanism = strings.ToUpper(strings.TrimSpace(mechanism))
+	j, err := listenerJAAS(cfg, listener, mechanism)
+	if err != nil {
+		return nil, err
+	}
+	if j == nil || j.Options["username"] == "" || j.Options["password"] == "" {
+		return nil, fmt.Errorf("listener %s: the node's own %s login needs username and password in listener.name.%s.%s.sasl.jaas.config",
+			listener, mechanism, strings.ToLower(listener), strings.ToLower(mechanism))
+	}
+	user, pass := j.Options["username"], j.Options["password"]
+	switch mechanism {
+	case MechanismPlain:
+		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
+	case ScramSHA256.Name:
+		return scram.Auth{User: user, Pass: pass}.AsSha256Mechanism(), nil
+	case ScramSHA512.Name:
+		return scram.Auth{User: user, Pass: pass}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("listener %s: %s=%s is not implemented (use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", listener, setting, mechanism)
+}
