@@ -3,14 +3,18 @@ package mirroradmin
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testcluster"
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -151,4 +155,55 @@ func hasConfig(rc kadm.ResourceConfig, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// TestEveryBrokerForwards sends the mirror admin writes to each broker of a
+// three-node cluster directly: each forwards to the active controller and
+// answers once its own metadata shows the change, so that ListMirrors on the
+// same broker right after sees it.
+func TestEveryBrokerForwards(t *testing.T) {
+	src := testcluster.Start(t)
+	dst := testcluster.Start(t, testcluster.Nodes(3))
+	ctx := testCtx(t)
+	if _, err := src.Admin(t).CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	cl := dst.Client(t, ClientOpts()...)
+	for _, n := range dst.Nodes() {
+		b := cl.Broker(int(n.ID))
+		name := "m" + strconv.Itoa(int(n.ID))
+		create := &wire.CreateMirrorRequest{MirrorName: name, TimeoutMillis: 10000,
+			Configs: []wire.CreateMirrorRequestConfig{{Name: "bootstrap.servers", Value: kmsg.StringPtr(src.Bootstrap())}}}
+		cr, err := create.RequestWith(ctx, b)
+		if err != nil || cr.ErrorCode != 0 {
+			t.Fatalf("create %s via broker %d: %v %+v", name, n.ID, err, cr)
+		}
+		ls, err := new(wire.ListMirrorsRequest).RequestWith(ctx, b)
+		if err != nil || !slices.ContainsFunc(ls.Mirrors, func(m wire.ListMirrorsResponseMirror) bool { return m.Name == name }) {
+			t.Fatalf("broker %d does not list %s right after creating it: %v %+v", n.ID, name, err, ls)
+		}
+	}
+	// Topics: add through node 2, pause through node 3; each answers after
+	// its own metadata has the new mirror.name.
+	add := &wire.AddTopicsToMirrorRequest{MirrorName: "m1", TimeoutMillis: 10000, Topics: []wire.MirrorTopicsRequestTopic{{Name: "orders"}}}
+	ar, err := add.RequestWith(ctx, cl.Broker(2))
+	if err != nil || ar.ErrorCode != 0 || ar.Topics[0].ErrorCode != 0 {
+		t.Fatalf("add via broker 2: %v %+v", err, ar)
+	}
+	ls, err := new(wire.ListMirrorsRequest).RequestWith(ctx, cl.Broker(2))
+	if err != nil || ls.Mirrors[0].Name != "m1" || ls.Mirrors[0].TopicCount != 1 {
+		t.Fatalf("list via broker 2 after add: %v %+v", err, ls)
+	}
+	pause := &wire.PauseMirrorTopicsRequest{MirrorName: "m1", TimeoutMillis: 10000, Topics: []wire.MirrorTopicsRequestTopic{{Name: "orders"}}}
+	pr, err := pause.RequestWith(ctx, cl.Broker(3))
+	if err != nil || pr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("pause via broker 3: %v %+v", err, pr)
+	}
+	del := &wire.DeleteMirrorRequest{MirrorName: "m3", TimeoutMillis: 10000}
+	if dr, err := del.RequestWith(ctx, cl.Broker(1)); err != nil || dr.ErrorCode != 0 {
+		t.Fatalf("delete via broker 1: %v %+v", err, dr)
+	}
+	if ls, err := new(wire.ListMirrorsRequest).RequestWith(ctx, cl.Broker(1)); err != nil || len(ls.Mirrors) != 2 {
+		t.Fatalf("list via broker 1 after delete: %v %+v", err, ls)
+	}
 }
