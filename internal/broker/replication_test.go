@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -278,5 +279,26 @@ func TestFollowerTargetRestartsInsideABatch(t *testing.T) {
 	st, ok := e.b.Replicas().Fetchers().Status(tpOf("mid", 0))
 	if !ok || st.Source.BrokerID != 2 || st.Source.Addr != "broker2:9192" {
 		t.Fatalf("fetch state %+v %v", st, ok)
+	}
+}
+
+// TestElectLeadersForwarded: the broker forwards ElectLeaders to the
+// controller; when none answers, every partition gets NOT_CONTROLLER.
+func TestElectLeadersForwarded(t *testing.T) {
+	e := newEnv(t, nil)
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.Version, req.ElectionType = 2, 0
+	rt := kmsg.NewElectLeadersRequestTopic()
+	rt.Topic, rt.Partitions = "t", []int32{0, 1}
+	req.Topics = append(req.Topics, rt)
+	e.ctrl.setFail(errors.New("no controller"))
+	resp := e.call(req).(*kmsg.ElectLeadersResponse)
+	if resp.ErrorCode != kerr.NotController.Code || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+		t.Fatalf("response %+v", resp)
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != kerr.NotController.Code {
+			t.Fatalf("partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+		}
 	}
 }
