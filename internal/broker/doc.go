@@ -5,7 +5,8 @@
 // OffsetForLeaderEpoch, Metadata, DescribeConfigs, DeleteRecords,
 // DescribeCluster, DescribeLogDirs, DescribeProducers, InitProducerId — and
 // the admin APIs it forwards to the active controller (CreateTopics,
-// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs).
+// DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+// ElectLeaders).
 //
 // The layering:
 //
@@ -17,6 +18,12 @@
 //     watermark are checked and maintained in one place.
 //   - delayed.go: change notifiers and the waits of long-poll fetches and
 //     acks=all produces, without goroutines per request and without polling.
+//   - replication: replica_fetchers.go points the partitions this node
+//     follows at their leaders through package replication's fetchers (a
+//     Partition is the fetcher's Target); partition_isr.go is the leader's
+//     side — follower positions, the high watermark, ISR expansion and
+//     shrinking — and alter_partition.go sends the ISR changes to the
+//     controller; isr_checks.go runs the periodic shrink check.
 //   - one file per API (produce.go, fetch.go, ...); fetch_session.go holds
 //     the KIP-227 session cache and fetch_encode.go the streamed Fetch
 //     response encoder that lets the server send records with sendfile.
