@@ -26,7 +26,9 @@ func mirrorTopics(mirror string, topics ...string) *wire.MirrorTopicsRequest {
 
 func TestListMirrorsFromImage(t *testing.T) {
 	e := newEnv(t, nil)
-	res := func(typ int8, name string) metadata.ConfigResource { return metadata.ConfigResource{Type: typ, Name: name} }
+	res := func(typ int8, name string) metadata.ConfigResource {
+		return metadata.ConfigResource{Type: typ, Name: name}
+	}
 	e.meta.mustApply(t,
 		metadata.SetConfig(res(metadata.ResourceMirror, "west"), "bootstrap.servers", "w1:9092,w2:9092"),
 		metadata.SetConfig(res(metadata.ResourceMirror, "east"), "bootstrap.servers", "e:9092"),
@@ -152,7 +154,9 @@ func TestMirrorWriteWaitsUntilVisible(t *testing.T) {
 	}
 	meta := &testMeta{img: metadata.EmptyImage(), leaderID: -1}
 	ctrl := &mirrorController{meta: meta, answered: make(chan struct{}, 1), release: make(chan []metadata.Record)}
-	noLeaders := func(context.Context, replication.Source) (replication.Endpoint, error) { return nil, errors.New("no leaders") }
+	noLeaders := func(context.Context, replication.Source) (replication.Endpoint, error) {
+		return nil, errors.New("no leaders")
+	}
 	b, err := New(Config{NodeID: testNode, Cfg: cfg, Logger: quietLogger()}, Deps{Logs: mgr, Metadata: meta, Controller: ctrl, ClusterID: "c", ReplicaEndpoint: noLeaders})
 	if err != nil {
 		t.Fatal(err)
