@@ -38,14 +38,19 @@ type Conn struct {
 }
 
 // Dial connects to addr and returns a Conn that sends clientID in every
-// request header.
-func Dial(ctx context.Context, network, addr string, clientID string) (*Conn, error) {
+// request header. Options secure the connection (WithTLS, WithSASL): Dial
+// returns once the TLS handshake and the SASL authentication have succeeded.
+func Dial(ctx context.Context, network, addr string, clientID string, opts ...DialOption) (*Conn, error) {
+	var o dialOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
-	return NewConn(nc, clientID), nil
+	return secure(ctx, nc, addr, clientID, o)
 }
 
 // NewConn wraps an established connection. The Conn owns c from now on.
