@@ -32,6 +32,8 @@ type Channel struct {
 
 	// voters are tried in turn while the quorum knows no leader.
 	voters []string
+	// dialOpts secure connections to controller listeners (TLS, SASL).
+	dialOpts []wire.DialOption
 
 	mu        sync.Mutex
 	nextVoter int
@@ -65,6 +67,13 @@ type ChannelOption func(*Channel)
 // which its registration does.
 func WithVoters(addrs ...string) ChannelOption {
 	return func(c *Channel) { c.voters = append([]string(nil), addrs...) }
+}
+
+// WithDialOptions secures the channel's connections to remote controllers
+// as the controller listener's security protocol requires (wire.WithTLS,
+// wire.WithSASL).
+func WithDialOptions(opts ...wire.DialOption) ChannelOption {
+	return func(c *Channel) { c.dialOpts = append([]wire.DialOption(nil), opts...) }
 }
 
 // NewChannel returns a channel that finds the active controller through q.
@@ -255,7 +264,7 @@ func (c *Channel) connTo(ctx context.Context, addr string) (*wire.Conn, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, channelDialLimit)
 	defer cancel()
-	conn, err := wire.Dial(dctx, "tcp", addr, c.clientID)
+	conn, err := wire.Dial(dctx, "tcp", addr, c.clientID, c.dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial controller at %s: %w", addr, err)
 	}
