@@ -2,7 +2,10 @@ package mirror_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/internal/testcluster"
 	"github.com/kmirror/kmirror/internal/wire"
@@ -66,5 +69,56 @@ func TestThreeNodeDestination(t *testing.T) {
 	}
 	if err := produceErr(t, b, "wide"); err != nil {
 		t.Fatalf("produce after failover: %v", err)
+	}
+
+	// Every broker of B answers A's ReadLastMirroredEpochs the same way,
+	// forwarding the keys it does not coordinate.
+	id := topicIDBytes(t, b, "wide")
+	var answers []string
+	for _, bn := range b.Nodes() {
+		conn, err := wire.Dial(ctxFor(t), "tcp", bn.Addr(), "mirror-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &wire.ReadLastMirroredEpochsRequest{ClusterID: a.ClusterID(), Topics: []wire.ReadLastMirroredEpochsRequestTopic{
+			{TopicID: id, Name: "wide", Partitions: []int32{0, 1, 2, 3, 4, 5}},
+		}}
+		resp, err := conn.Request(ctxFor(t), req)
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resp.(*wire.ReadLastMirroredEpochsResponse)
+		var got string
+		for _, p := range r.Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.LastMirroredEpoch < 0 || p.EndOffset <= 0 {
+				t.Fatalf("broker %d: LME of wide-%d: %+v", bn.ID, p.Partition, p)
+			}
+			got += fmt.Sprintf("%d:%d@%d ", p.Partition, p.LastMirroredEpoch, p.EndOffset)
+		}
+		answers = append(answers, got)
+	}
+	if answers[0] != answers[1] || answers[1] != answers[2] {
+		t.Fatalf("brokers answer differently: %q", answers)
+	}
+	// Another cluster's id gets no LME.
+	conn, err := wire.Dial(ctxFor(t), "tcp", b.Nodes()[0].Addr(), "mirror-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := conn.Request(ctxFor(t), &wire.ReadLastMirroredEpochsRequest{ClusterID: "someone-else", Topics: []wire.ReadLastMirroredEpochsRequestTopic{
+		{TopicID: id, Name: "wide", Partitions: []int32{0}},
+		{TopicID: [16]byte{9}, Name: "nope", Partitions: []int32{0}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.(*wire.ReadLastMirroredEpochsResponse)
+	if p := r.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LastMirroredEpoch != -1 {
+		t.Fatalf("LME for another cluster: %+v", p)
+	}
+	if p := r.Topics[1].Partitions[0]; p.ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("LME of an unknown topic id: %+v", p)
 	}
 }

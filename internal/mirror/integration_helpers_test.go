@@ -51,14 +51,14 @@ func startCluster(t testing.TB, opts ...testcluster.Option) *testcluster.Cluster
 	return testcluster.Start(t, append(base, opts...)...)
 }
 
-// admin sends a mirror admin request to the cluster's controller and
-// returns the response.
+// admin sends a mirror admin request to a broker of the cluster, which
+// forwards it to the active controller, and returns the response.
 func admin(t testing.TB, c *testcluster.Cluster, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	ctx := ctxFor(t)
 	var last error
 	for _, n := range c.Nodes() {
-		conn, err := wire.Dial(ctx, "tcp", n.ControllerAddr(), "mirror-test")
+		conn, err := wire.Dial(ctx, "tcp", n.Addr(), "mirror-test")
 		if err != nil {
 			last = err
 			continue
