@@ -35,10 +35,10 @@ type PartitionStatus struct {
 	// -1 when unknown.
 	Lag int64 `json:"lag"`
 	// LastFetch is when data was last fetched from the source; zero if
-	// never.
-	LastFetch time.Time `json:"last_fetch"`
+	// never (omitted from JSON).
+	LastFetch time.Time `json:"last_fetch,omitzero"`
 	// StateChange is when the partition entered State; zero if unknown.
-	StateChange time.Time `json:"state_change"`
+	StateChange time.Time `json:"state_change,omitzero"`
 	// LastError is the partition's last mirroring error, "" if none.
 	LastError string `json:"last_error,omitempty"`
 }
@@ -61,7 +61,7 @@ type Sync struct {
 	// Kind is configs, partitions, group-offsets or acls.
 	Kind string `json:"kind"`
 	// LastSuccess is when it last succeeded; zero if never.
-	LastSuccess time.Time `json:"last_success"`
+	LastSuccess time.Time `json:"last_success,omitzero"`
 	// LastError is the error of its last attempt, "" if it succeeded.
 	LastError string `json:"last_error,omitempty"`
 }

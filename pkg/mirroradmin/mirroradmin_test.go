@@ -1,7 +1,10 @@
 package mirroradmin
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +107,32 @@ func TestClientWithoutMirrorVersions(t *testing.T) {
 	defer ok.Close()
 	if NewClient(ok).missing != nil {
 		t.Fatal("a client built with ClientOpts is refused")
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	in := Mirror{Name: "east", Topics: []MirrorTopic{{Name: "orders", ID: TopicID{1, 2, 3, 15: 9}, Partitions: []PartitionStatus{
+		{Partition: 1, State: StateStopping, LastFetch: time.UnixMilli(1_700_000_000_000).UTC()}}}}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "state_change") || !strings.Contains(string(b), `"state":"STOPPING"`) {
+		t.Fatalf("json %s: want the zero time omitted and the state by name", b)
+	}
+	var out Mirror
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip:\n%+v\n%+v", in, out)
+	}
+	var id TopicID
+	if err := id.UnmarshalText([]byte("short")); err == nil {
+		t.Fatal("a bad id decoded")
+	}
+	var st State
+	if err := st.UnmarshalText([]byte("NOPE")); err == nil {
+		t.Fatal("a bad state decoded")
 	}
 }

@@ -37,3 +37,14 @@ func (s State) String() string {
 
 // MarshalText makes the state print as its name in JSON.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a state name as MarshalText writes it.
+func (s *State) UnmarshalText(text []byte) error {
+	for i, n := range stateNames {
+		if n == string(text) {
+			*s = State(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("mirroradmin: unknown state %q", text)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -19,6 +20,17 @@ func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(
 
 // MarshalText makes the id print as String in JSON.
 func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText reads the id as MarshalText writes it.
+func (id *TopicID) UnmarshalText(text []byte) error {
+	var b [16]byte
+	n, err := base64.RawURLEncoding.Decode(b[:], text)
+	if err != nil || n != 16 || base64.RawURLEncoding.EncodedLen(16) != len(text) {
+		return fmt.Errorf("mirroradmin: %q is not a topic id", text)
+	}
+	*id = b
+	return nil
+}
 
 // IsZero reports whether the id is unset (the topic is unknown).
 func (id TopicID) IsZero() bool { return id == TopicID{} }
