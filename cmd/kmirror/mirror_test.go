@@ -68,7 +68,7 @@ func startLoggedServer(t *testing.T) (string, *lockedBuffer) {
 	return addr, logs
 }
 
-// TestMirrorCLI runs every `kmirror mirror` write and list against a node
+// TestMirrorCLI runs every `kmirror mirror` command against a node
 // (run by `kmirror server`) with a kfake cluster as the source: tables and
 // JSON, per-topic errors with a failing exit, and no secret in any output
 // or in the node's debug logs.
@@ -145,6 +145,17 @@ func TestMirrorCLI(t *testing.T) {
 	}
 	fail("is PAUSED", "pause-topics", "east", "orders")
 	ok("resume-topics", "east", "orders")
+	r = ok("describe", "east")
+	if !rowHas(r.stdout, "sasl.password", hiddenValue) || !rowHas(r.stdout, "client.id", "east") ||
+		!rowHas(r.stdout, "orders", "0") || !rowHas(r.stdout, "orders", "2") {
+		t.Fatalf("describe table:\n%s", r.stdout)
+	}
+	r = ok("describe", "east", "-o", "json")
+	var described mirroradmin.Mirror
+	if err := json.Unmarshal([]byte(r.stdout), &described); err != nil || described.Name != "east" || len(described.Topics) != 1 || len(described.Topics[0].Partitions) != 3 {
+		t.Fatalf("describe json %q: %v", r.stdout, err)
+	}
+	fail(`"nope"`, "describe", "nope")
 	fail(`"orders" (MIRRORING)`, "delete", "east")
 	fail(`mirror "nope" does not exist`, "pause-topics", "nope", "orders")
 	r = ok("remove-topics", "east", "orders", "-o", "json")
