@@ -36,6 +36,11 @@ var servedAPIs = []servedAPI{
 	{key: wire.KeyDeleteMirror, min: 0, max: 0},
 	{key: wire.KeyPauseMirrorTopics, min: 0, max: 0},
 	{key: wire.KeyResumeMirrorTopics, min: 0, max: 0},
+	// The ACL and SCRAM APIs (acls.go, scram.go). DescribeAcls (29) and
+	// DescribeUserScramCredentials (50) are answered by brokers.
+	{key: 30, min: 0, max: 3}, // CreateAcls
+	{key: 31, min: 0, max: 3}, // DeleteAcls
+	{key: 51, min: 0, max: 0}, // AlterUserScramCredentials
 }
 
 // supported reports whether the controller serves key at version.
@@ -144,6 +149,9 @@ func errorResponse(req kmsg.Request, err error) (kmsg.Response, error) {
 	if resp, ok := mirrorErrorResponse(req, err); ok {
 		return resp, nil
 	}
+	if resp, ok := securityErrorResponse(req, err); ok {
+		return resp, nil
+	}
 	return nil, fmt.Errorf("controller does not serve API key %d: %w", req.Key(), kerr.UnsupportedVersion)
 }
 
@@ -190,7 +198,7 @@ func hasNotController(resp kmsg.Response) bool {
 		}
 		return false
 	}
-	return mirrorHasNotController(resp)
+	return mirrorHasNotController(resp) || securityHasNotController(resp)
 }
 
 // internalTopicTag is a tagged field kmirror adds to a CreateTopics request

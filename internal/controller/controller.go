@@ -343,6 +343,9 @@ func (c *Controller) serve(ctx context.Context, req kmsg.Request, internal bool)
 	if resp, ok := c.serveMirror(ctx, req); ok {
 		return resp, nil
 	}
+	if resp, ok, err := c.serveSecurity(req); ok {
+		return resp, err
+	}
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:
 		return c.createTopics(r, internal)
