@@ -104,9 +104,12 @@ func (f *fetcher) add(p AddPartition) {
 		st.lastFetchedEpoch = e
 	}
 	f.parts[tp] = st
+	// Read the state for the log line while holding the lock: once it is
+	// released the fetch loop owns st.
+	offset, epoch := st.fetchOffset, st.lastFetchedEpoch
 	f.mu.Unlock()
-	f.log.Debug("partition added", "topic", tp.Topic, "partition", tp.Partition, "fetch_offset", st.fetchOffset,
-		"last_fetched_epoch", st.lastFetchedEpoch, "leader_epoch", p.LeaderEpoch)
+	f.log.Debug("partition added", "topic", tp.Topic, "partition", tp.Partition, "fetch_offset", offset,
+		"last_fetched_epoch", epoch, "leader_epoch", p.LeaderEpoch)
 	f.signal()
 }
 
