@@ -45,6 +45,9 @@ type ManagerConfig struct {
 	// record package default).
 	MaxDecompressedBytes int
 
+	// Cleaner configures log compaction (log.cleaner.*); see cleaner_manager.go.
+	Cleaner CleanerConfig
+
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -101,6 +104,7 @@ type Manager struct {
 	stopped bool
 
 	brokerEpoch atomic.Int64
+	cleaning    cleanerState // the cleaner threads' bookkeeping (cleaner_manager.go)
 	stop        chan struct{}
 	wake        chan struct{}
 	wg          sync.WaitGroup
@@ -148,6 +152,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 			return nil, err
 		}
 	}
+	m.loadCleanerCheckpoints()
 	return m, nil
 }
 
@@ -264,6 +269,7 @@ func (m *Manager) loadDir(d *logDir) error {
 					HadCleanShutdown:     d.hadCleanShutdown,
 					ProducerIDExpiration: time.Duration(m.cfg.ProducerIDExpirationMs) * time.Millisecond,
 					MaxDecompressedBytes: m.cfg.MaxDecompressedBytes,
+					OnTruncate:           m.cleanerTruncationHook(j.tp, d),
 				})
 				errMu.Lock()
 				if err != nil {
@@ -392,10 +398,12 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg LogCon
 		HadCleanShutdown:     true, // a new, empty log
 		ProducerIDExpiration: time.Duration(m.cfg.ProducerIDExpirationMs) * time.Millisecond,
 		MaxDecompressedBytes: m.cfg.MaxDecompressedBytes,
+		OnTruncate:           m.cleanerTruncationHook(tp, best),
 	})
 	if err != nil {
 		return nil, err
 	}
+	m.forgetCleanerCheckpoint(tp) // a stale entry of an earlier log of tp
 	if topicID != ([16]byte{}) {
 		if err := l.SetTopicID(topicID); err != nil {
 			l.Close()
@@ -440,6 +448,7 @@ func (m *Manager) AsyncDelete(tp TopicPartition) error {
 	if err := m.checkpointDir(d); err != nil {
 		m.logger.Warn("checkpoint after delete", "error", err)
 	}
+	m.forgetCleanerCheckpoint(tp)
 	m.scheduleDelete(newDir, time.Duration(l.Config().FileDeleteDelayMs)*time.Millisecond)
 	return nil
 }

@@ -7,7 +7,8 @@ import (
 // Start launches the background tasks: flushing logs by flush.ms, writing
 // the recovery point, log start offset and high watermark checkpoints,
 // retention, producer id expiry and the removal of deleted partition
-// directories. They run on one goroutine, stopped by Shutdown.
+// directories. They run on one goroutine, stopped by Shutdown. The log
+// cleaner threads (cleaner_manager.go) start here too.
 func (m *Manager) Start() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -17,6 +18,7 @@ func (m *Manager) Start() {
 	m.started = true
 	m.wg.Add(1)
 	go m.run()
+	m.startCleaners()
 }
 
 func (m *Manager) run() {
