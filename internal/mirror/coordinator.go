@@ -76,6 +76,8 @@ type Coordinator struct {
 
 	// cleanups are the tombstone writes started by metadata updates; Close
 	// cancels and waits for them.
+	cleanMu     sync.Mutex // orders cleanups.Add before Close's Wait
+	closed      bool
 	cleanCtx    context.Context
 	cleanCancel context.CancelFunc
 	cleanups    sync.WaitGroup
@@ -111,6 +113,9 @@ func (c *Coordinator) Start() { c.rt.Start() }
 // Close unloads every partition, stops the cleanups and closes the
 // connections to other brokers.
 func (c *Coordinator) Close() {
+	c.cleanMu.Lock()
+	c.closed = true
+	c.cleanMu.Unlock()
 	c.cleanCancel()
 	c.cleanups.Wait()
 	c.rt.Close()
@@ -132,6 +137,11 @@ func (c *Coordinator) OnMetadataUpdate(delta *metadata.Delta, img *metadata.Imag
 	if len(deleted) == 0 {
 		return
 	}
+	c.cleanMu.Lock()
+	defer c.cleanMu.Unlock()
+	if c.closed {
+		return
+	}
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()
@@ -151,7 +161,9 @@ func (c *Coordinator) OnMetadataUpdate(delta *metadata.Delta, img *metadata.Imag
 
 // Partitions is the number of __mirror_state partitions: the topic's if it
 // exists, else mirror.state.topic.num.partitions.
-func (c *Coordinator) Partitions() int32 { return statePartitions(c.meta.Image(), c.cfg.TopicPartitions) }
+func (c *Coordinator) Partitions() int32 {
+	return statePartitions(c.meta.Image(), c.cfg.TopicPartitions)
+}
 
 // statePartitions is the partition count of __mirror_state in img, or def
 // while the topic does not exist.

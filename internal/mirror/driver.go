@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,7 +61,7 @@ type driver struct {
 	// Owned by the run goroutine.
 	machine  Machine
 	work     *work
-	retry    *time.Timer
+	timers   []*delayed // postLater's; stopped by cleanup
 	released bool
 }
 
@@ -340,16 +341,29 @@ func (d *driver) stopWork() {
 	d.work = nil
 }
 
-// postLater posts ev after wait (unless the driver stops first).
+// postLater posts ev after wait (unless the driver stops first). Each call
+// has its own timer: a re-posted transition must not cancel FAILED's retry.
 func (d *driver) postLater(ev Event, wait time.Duration) {
-	if d.retry != nil {
-		d.retry.Stop()
+	live := d.timers[:0]
+	for _, t := range d.timers {
+		if !t.fired.Load() {
+			live = append(live, t)
+		}
 	}
-	d.retry = time.AfterFunc(wait, func() {
+	dt := &delayed{}
+	dt.t = time.AfterFunc(wait, func() {
+		dt.fired.Store(true)
 		if d.ctx.Err() == nil {
 			d.post(ev)
 		}
 	})
+	d.timers = append(live, dt)
+}
+
+// delayed is one postLater timer.
+type delayed struct {
+	t     *time.Timer
+	fired atomic.Bool
 }
 
 // sleep waits for wait or the driver's end; false if the driver ended.
@@ -369,8 +383,8 @@ func (d *driver) sleep(wait time.Duration) bool {
 // (it refuses produces as a follower anyway, and its next leadership
 // sets it again).
 func (d *driver) cleanup() {
-	if d.retry != nil {
-		d.retry.Stop()
+	for _, t := range d.timers {
+		t.t.Stop()
 	}
 	d.stopWork()
 	d.source.stopFetching(d)
