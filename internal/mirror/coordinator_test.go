@@ -35,13 +35,13 @@ const testStatePartitions = 3
 // coordFixture is a mirror coordinator over real logs, leading every
 // partition of __mirror_state.
 type coordFixture struct {
-	t    *testing.T
+	t    testing.TB
 	host *coordinatortest.Host
 	meta *fakeMeta
 	c    *Coordinator
 }
 
-func newCoordFixture(t *testing.T) *coordFixture {
+func newCoordFixture(t testing.TB) *coordFixture {
 	t.Helper()
 	f := &coordFixture{t: t, host: coordinatortest.NewHost(t.TempDir(), testLogger()), meta: newFakeMeta()}
 	t.Cleanup(func() { _ = f.host.Close() })

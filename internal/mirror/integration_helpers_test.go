@@ -436,3 +436,7 @@ func produceErr(t testing.TB, c *testcluster.Cluster, topic string) error {
 	defer cl.Close()
 	return cl.ProduceSync(ctxFor(t), &kgo.Record{Value: []byte("x")}).FirstErr()
 }
+
+func tpOf(topic string, p int32) storage.TopicPartition {
+	return storage.TopicPartition{Topic: topic, Partition: p}
+}
