@@ -42,6 +42,14 @@ type conn struct {
 	// busy is true while a request is being processed, so that the idle
 	// timer does not close a connection parked in a long poll.
 	busy atomic.Bool
+
+	// principal is who the connection is: User:ANONYMOUS, the TLS client
+	// certificate's, or the SASL user's once authenticated. Only the
+	// processing goroutine uses it.
+	principal string
+	// sasl is the authentication state of a SASL listener's connection,
+	// nil on other listeners.
+	sasl *saslState
 }
 
 // serve runs the connection until the client goes away, a request closes
@@ -85,7 +93,10 @@ func (c *conn) serve(ctx context.Context, first []byte) {
 func (c *conn) process(ctx context.Context, w *responseWriter, frame []byte) bool {
 	c.busy.Store(true)
 	defer c.busy.Store(false)
-	hdr, resp, err := c.ep.dispatch(ctx, c.nc.RemoteAddr(), frame)
+	if c.sasl != nil && !c.sasl.done {
+		return c.authenticate(ctx, w, frame)
+	}
+	hdr, resp, err := c.ep.dispatchAs(ctx, c.nc.RemoteAddr(), c.principal, frame)
 	if err != nil {
 		c.logRequestError(ctx, hdr, err)
 		return false

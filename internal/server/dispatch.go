@@ -31,6 +31,14 @@ func (p *panicError) Error() string { return fmt.Sprintf("handler panic: %v", p.
 //
 // dispatch never panics, whatever frame holds; the fuzz target relies on it.
 func (e *endpoint) dispatch(ctx context.Context, clientAddr net.Addr, frame []byte) (hdr wire.RequestHeader, resp wire.Response, err error) {
+	return e.dispatchAs(ctx, clientAddr, wire.AnonymousPrincipal, frame)
+}
+
+// dispatchAs is dispatch for a request from principal. With an authorizer,
+// an API whose only check is an operation on the cluster (see
+// endpoint.clusterCheck) is refused here with CLUSTER_AUTHORIZATION_FAILED
+// on every item of the response, before its handler runs.
+func (e *endpoint) dispatchAs(ctx context.Context, clientAddr net.Addr, principal string, frame []byte) (hdr wire.RequestHeader, resp wire.Response, err error) {
 	hdr, req, err := wire.ParseRequest(frame, e.reg)
 	if err != nil {
 		if hdr.APIKey == int16(kmsg.ApiVersions) && errors.Is(err, kerr.UnsupportedVersion) {
@@ -51,8 +59,12 @@ func (e *endpoint) dispatch(ctx context.Context, clientAddr net.Addr, frame []by
 		Header:           hdr,
 		Listener:         e.listener,
 		SecurityProtocol: e.protocol,
-		Principal:        wire.AnonymousPrincipal,
+		Principal:        principal,
 		ClientAddr:       clientAddr,
+		Authz:            e.authz,
+	}
+	if op, ok := e.clusterCheck(hdr.APIKey); ok && !rc.AuthorizeCluster(op) {
+		return hdr, wire.ErrorResponse(req, kerr.ClusterAuthorizationFailed), nil
 	}
 	resp, err = callHandler(ctx, h, rc, req)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/auth"
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
@@ -28,6 +29,12 @@ type endpoint struct {
 
 	reg      *wire.Registry
 	handlers map[int16]wire.Handler
+
+	// authz is the node's authorizer, nil without one (everything is
+	// allowed). controller marks a controller listener, whose callers are
+	// the cluster's nodes: every API there needs CLUSTER_ACTION.
+	authz      wire.Authorizer
+	controller bool
 
 	once  sync.Once
 	ready chan struct{}
@@ -72,6 +79,38 @@ func (e *endpoint) enable(services ...wire.Service) error {
 	}
 	e.once.Do(func() { close(e.ready) })
 	return nil
+}
+
+// secure sets the endpoint's authorization and, for a SASL listener, serves
+// SaslHandshake and SaslAuthenticate (the connection loop handles them
+// before authentication; after it, they answer ILLEGAL_SASL_STATE as in
+// Kafka). It must be called before enable.
+func (e *endpoint) secure(authz wire.Authorizer, controller, sasl bool) {
+	e.authz, e.controller = authz, controller
+	if sasl {
+		e.reg.Add(int16(kmsg.SASLHandshake), 0, saslHandshakeMax)
+		e.reg.Add(int16(kmsg.SASLAuthenticate), 0, saslAuthenticateMax)
+		e.handlers[int16(kmsg.SASLHandshake)] = saslAfterAuthentication
+		e.handlers[int16(kmsg.SASLAuthenticate)] = saslAfterAuthentication
+	}
+}
+
+// clusterCheck returns the operation on the cluster a request of key needs
+// before its handler may run. Without an authorizer there is none. On a
+// controller listener every API needs CLUSTER_ACTION: brokers forward admin
+// requests there after checking the client's rights themselves (kmirror
+// sends no Envelope), and nodes are the only legitimate callers. Elsewhere
+// it is the API's own check when that needs nothing from the request
+// (auth.Requirement.ClusterCheck); the rest is the handlers' to check.
+func (e *endpoint) clusterCheck(key int16) (kmsg.ACLOperation, bool) {
+	if e.authz == nil {
+		return 0, false
+	}
+	if e.controller {
+		return kmsg.ACLOperationClusterAction, true
+	}
+	r, _ := auth.RequiredFor(key)
+	return r.ClusterCheck()
 }
 
 // wait blocks until the endpoint is enabled or ctx ends.

@@ -10,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/auth"
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/quorum"
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // sniffLen is how many bytes decide between raft and Kafka: a Kafka frame's
@@ -31,6 +33,8 @@ type boundListener struct {
 	// raft receives connections that start with the raft preamble; nil on
 	// listeners that carry no raft traffic.
 	raft *quorum.StreamLayer
+	// sec is the listener's TLS and SASL; nil serves it as PLAINTEXT.
+	sec *auth.Listener
 }
 
 // netServer owns a node's listeners and every Kafka connection accepted on
@@ -68,13 +72,6 @@ func newNetServer(log *slog.Logger, limits connLimits, sendBuf, recvBuf int) *ne
 // (tests bind :0 ports early to know a voter's address before its config is
 // written). On failure nothing stays bound, prebound listeners included.
 func (s *netServer) bind(ls []config.Listener, prebound map[string]net.Listener) error {
-	for _, l := range ls {
-		if l.SecurityProtocol != "PLAINTEXT" {
-			s.closeListeners()
-			closeAll(prebound)
-			return fmt.Errorf("listener %s: security protocol %s is not supported yet (only PLAINTEXT)", l.Name, l.SecurityProtocol)
-		}
-	}
 	for _, l := range ls {
 		ln, ok := prebound[l.Name]
 		if ok {
@@ -223,8 +220,23 @@ func (s *netServer) handle(l *boundListener, nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := &conn{nc: nc, ep: l.ep, limits: s.limits, log: log}
-	c.serve(s.ctx, first[:])
+	c := &conn{nc: nc, ep: l.ep, limits: s.limits, log: log, principal: wire.AnonymousPrincipal}
+	start := first[:]
+	if l.sec != nil && l.sec.TLS != nil {
+		// TLS starts after the sniff, so raft peers keep their plain
+		// connections on a TLS controller listener.
+		tc, principal, err := s.tlsHandshake(l, nc, start)
+		if err != nil {
+			log.Info("closing connection: TLS handshake failed", "error", err)
+			nc.Close()
+			return
+		}
+		c.nc, c.principal, start = tc, principal, nil
+	}
+	if l.sec != nil && l.sec.SASL != nil {
+		c.sasl = newSASLState(l.sec.SASL)
+	}
+	c.serve(s.ctx, start)
 }
 
 // closeListeners stops accepting new connections.

@@ -67,6 +67,7 @@ type Node struct {
 	started bool
 
 	clusterID  string
+	sec        *security
 	net        *netServer
 	logs       *storage.Manager
 	stream     *quorum.StreamLayer
@@ -117,11 +118,6 @@ func New(cfg *config.Config, logger *slog.Logger, opts ...Option) (*Node, error)
 	if id := n.opts.clusterID; id != "" {
 		if _, err := storage.ParseUUID(id); err != nil {
 			return nil, fmt.Errorf("cluster id %q is not a Kafka cluster id (22 characters of base64url, as kafka-storage random-uuid prints): %w", id, err)
-		}
-	}
-	for _, l := range cfg.Listeners {
-		if l.SecurityProtocol != "PLAINTEXT" {
-			return nil, fmt.Errorf("listener %s: security protocol %s is not supported yet (only PLAINTEXT)", l.Name, l.SecurityProtocol)
 		}
 	}
 	if len(cfg.QuorumVoters) == 0 {
@@ -207,8 +203,12 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	for _, v := range n.cfg.QuorumVoters {
 		voters = append(voters, v.Address())
 	}
+	ctlDial, err := n.dialOptions(n.cfg.ControllerListenerNames[0])
+	if err != nil {
+		return err
+	}
 	n.channel = controller.NewChannel(n.quorum, n.controller, "kmirror-node-"+strconv.Itoa(int(n.cfg.NodeID)), n.log,
-		controller.WithVoters(voters...))
+		controller.WithVoters(voters...), controller.WithDialOptions(ctlDial...))
 	if n.isBroker {
 		if err := n.startBroker(ctx); err != nil {
 			return err
@@ -270,9 +270,16 @@ func (n *Node) bindListeners() error {
 	}, int(n.cfg.SocketSendBufferBytes), int(n.cfg.SocketReceiveBufferBytes))
 	prebound := n.opts.listeners
 	n.opts.listeners = nil // owned by the net server from here, even on failure
+	sec, err := n.newSecurity()
+	if err != nil {
+		closeAll(prebound)
+		return err
+	}
+	n.sec = sec
 	if err := n.net.bind(n.cfg.Listeners, prebound); err != nil {
 		return err
 	}
+	sec.attach(n.net, n.cfg.ControllerListenerNames)
 	name, advertise, err := n.raftEndpoint()
 	if err != nil {
 		return err
@@ -359,6 +366,7 @@ func (n *Node) openQuorum() error {
 		return fmt.Errorf("open metadata quorum: %w", err)
 	}
 	n.quorum = q
+	n.sec.follow(q)
 	return nil
 }
 

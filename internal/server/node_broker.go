@@ -56,7 +56,11 @@ func (n *Node) startBroker(ctx context.Context) error {
 		return fmt.Errorf("waiting for the controller to unfence broker %d: %w", n.cfg.NodeID, ctx.Err())
 	}
 
-	services := append([]wire.Service{b}, n.startCoordinators()...)
+	coords, err := n.startCoordinators()
+	if err != nil {
+		return err
+	}
+	services := append([]wire.Service{b, b.SecurityService()}, coords...)
 	mirrorServices, err := n.startMirror()
 	if err != nil {
 		return fmt.Errorf("mirror: %w", err)

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"strconv"
+
 	"github.com/kmirror/kmirror/internal/group"
 	"github.com/kmirror/kmirror/internal/txn"
 	"github.com/kmirror/kmirror/internal/wire"
@@ -18,7 +21,14 @@ type coordinators struct {
 // startCoordinators builds and starts the coordinators over the node's
 // broker. They serve once the broker's listeners are enabled with the
 // services returned here.
-func (n *Node) startCoordinators() []wire.Service {
+func (n *Node) startCoordinators() ([]wire.Service, error) {
+	// The transaction coordinator reaches other brokers (WriteTxnMarkers) on their
+	// inter-broker listener, secured as that listener requires.
+	dialOpts, err := n.dialOptions(n.cfg.InterBrokerListenerName)
+	if err != nil {
+		return nil, err
+	}
+	clientID := "kmirror-txn-coordinator-" + strconv.Itoa(int(n.cfg.NodeID))
 	b := n.broker
 	gcfg := group.FromBrokerConfig(n.cfg)
 	gcfg.Logger = n.log.With("component", "group")
@@ -39,13 +49,16 @@ func (n *Node) startCoordinators() []wire.Service {
 		Markers:                markers,
 		Groups:                 groups,
 		OffsetsTopicPartitions: n.cfg.OffsetsTopicNumPartitions,
+		Dial: func(ctx context.Context, addr string) (*wire.Conn, error) {
+			return wire.Dial(ctx, "tcp", addr, clientID, dialOpts...)
+		},
 	})
 	groups.SetTransactionResolver(txns)
 	b.SetTransactionCoordinator(txns)
 	groups.Start()
 	txns.Start()
 	n.coord = &coordinators{groups: groups, txns: txns, markers: markers}
-	return []wire.Service{groups, txns, markers}
+	return []wire.Service{groups, txns, markers}, nil
 }
 
 // closeCoordinators stops the coordinators before the broker: the

@@ -94,17 +94,31 @@ func TestRestartKeepsClusterID(t *testing.T) {
 	}
 }
 
-func TestNewRejectsUnsupportedSecurityProtocols(t *testing.T) {
-	props := nodeProps(t.TempDir(), 0, 19093)
-	props["listeners"] = "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:19093"
-	props["inter.broker.listener.name"] = "SSL"
-	cfg, _, err := config.Load("", nil, props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(cfg, testLogger(t))
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("SSL listener: %v", err)
+// TestStartRejectsIncompleteSecurity: an SSL listener without a certificate
+// and a SASL listener without an implemented mechanism stop the start with
+// an error naming the setting, and nothing stays bound.
+func TestStartRejectsIncompleteSecurity(t *testing.T) {
+	for proto, want := range map[string]string{
+		"SSL":            "ssl.certificate.location",
+		"SASL_PLAINTEXT": "sasl.enabled.mechanisms",
+	} {
+		props := nodeProps(t.TempDir(), 0, 19093)
+		props["listeners"] = proto + "://127.0.0.1:0,CONTROLLER://127.0.0.1:19093"
+		props["inter.broker.listener.name"] = proto
+		cfg, _, err := config.Load("", nil, props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := New(cfg, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = n.Start(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s listener: %v, want an error about %s", proto, err, want)
+		}
 	}
 }
 

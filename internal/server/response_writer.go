@@ -86,6 +86,19 @@ func (w *responseWriter) writeStream(correlationID int32, s *wire.StreamResponse
 	return flush()
 }
 
+// writeRaw sends b as one bare size-prefixed frame, without a response
+// header: the SASL tokens of the legacy (SaslHandshake v0) framing.
+func (w *responseWriter) writeRaw(b []byte) error {
+	w.buf = wire.BeginFrame(w.buf[:0])
+	w.buf = append(w.buf, b...)
+	if err := wire.FinishFrame(w.buf, 0); err != nil {
+		return err
+	}
+	_, err := w.nc.Write(w.buf)
+	w.trim()
+	return err
+}
+
 func (w *responseWriter) trim() {
 	if cap(w.buf) > maxKeptBuffer {
 		w.buf = nil

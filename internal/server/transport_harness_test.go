@@ -162,8 +162,3 @@ func metadataAPI() wire.API {
 // discard drains r in the background until it fails; it keeps a
 // connection's receive window open.
 func discard(r io.Reader) { _, _ = io.Copy(io.Discard, r) }
-
-// listenersFor returns one listener on 127.0.0.1:0 with protocol proto.
-func listenersFor(proto string) []config.Listener {
-	return []config.Listener{{Name: "EXTERNAL", Host: "127.0.0.1", SecurityProtocol: proto}}
-}

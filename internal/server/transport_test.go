@@ -570,16 +570,6 @@ func TestCloseConnsEndsParkedHandlers(t *testing.T) {
 	}
 }
 
-func TestBindRejectsUnsupportedProtocols(t *testing.T) {
-	for _, proto := range []string{"SSL", "SASL_PLAINTEXT", "SASL_SSL"} {
-		s := newNetServer(testLogger(t), connLimits{}, -1, -1)
-		err := s.bind(listenersFor(proto), nil)
-		if err == nil || !bytes.Contains([]byte(err.Error()), []byte("not supported yet")) {
-			t.Fatalf("%s: %v", proto, err)
-		}
-	}
-}
-
 // sendBufForTest is Kafka's default socket.send.buffer.bytes. (Much smaller
 // buffers make loopback transfers to a client reading with large buffers
 // crawl, whatever the sender does.)
