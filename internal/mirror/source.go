@@ -242,7 +242,7 @@ func (s *source) fetcherManager(ctx context.Context) (*replication.Manager, erro
 		FetchVersion:      info.fetchVersion,
 		IsolationLevel:    0, // READ_UNCOMMITTED: transactions are copied with their markers
 		NewEndpoint: func(ctx context.Context, src replication.Source) (replication.Endpoint, error) {
-			return &sourceEndpoint{br: cl.Broker(int(src.BrokerID)), version: info.fetchVersion}, nil
+			return &sourceEndpoint{br: cl.Broker(int(src.BrokerID)), version: info.fetchVersion, limiter: s.m.limiter}, nil
 		},
 		Limiter:  s.m.limiter,
 		OnFenced: func(storage.TopicPartition, error) { s.wantRefresh() },
@@ -536,10 +536,17 @@ func sourceMetadata(ctx context.Context, cl *kgo.Client, topics []string) (sourc
 type sourceEndpoint struct {
 	br      *kgo.Broker
 	version int16
+	limiter *replication.RateLimiter
 }
 
 // Fetch implements replication.Endpoint.
 func (e *sourceEndpoint) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	// Under a throttle, one response carries at most a second's worth of
+	// bytes (or one batch): the rate limiter only delays the next request,
+	// so an unbounded response would exceed the cap by its whole size.
+	if r := e.limiter.Rate(); r > 0 && int64(req.MaxBytes) > r {
+		req.MaxBytes = int32(r)
+	}
 	want := req.Version
 	resp, err := e.br.Request(ctx, req)
 	if err != nil {
