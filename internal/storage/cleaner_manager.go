@@ -275,8 +275,13 @@ func (m *Manager) grabFilthiestLog(nowMs int64) (l *Log, cp int64, gen uint64, o
 			continue // closed or failed
 		}
 		if o.checkpointReset {
-			m.logger.Warn("cleaner checkpoint outside the log; cleaning from the log start",
-				"topic", lg.tp.Topic, "partition", lg.tp.Partition, "checkpoint", cp, "log_start_offset", o.firstDirty)
+			// Expected when retention also applies (compact,delete) and
+			// deleted the segments below the checkpoint; Kafka does not warn
+			// then either.
+			if !cfg.CleanupPolicy.Delete {
+				m.logger.Warn("cleaner checkpoint outside the log; cleaning from the log start",
+					"topic", lg.tp.Topic, "partition", lg.tp.Partition, "checkpoint", cp, "log_start_offset", o.firstDirty)
+			}
 			m.setCleanerCheckpoint(lg, o.firstDirty, g)
 		}
 		if o.cleanableBytes == 0 {
