@@ -155,7 +155,10 @@ func (s *scramSession) clientFinal(m string) ([]byte, bool, error) {
 	if err != nil || string(binding) != s.gs2Header {
 		return s.fail("channel binding does not match the GS2 header")
 	}
-	if attrs[1][2:] != s.nonce {
+	// Kafka accepts a final nonce that ends with the server's nonce rather
+	// than equals it: librdkafka sends its client nonce in front of the
+	// whole (client+server) nonce. The proof covers the nonce as sent.
+	if !strings.HasSuffix(attrs[1][2:], s.nonce) {
 		return s.fail("invalid client nonce in the final client message")
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)
