@@ -39,3 +39,19 @@ func logConfigOf(tc config.TopicConfig) storage.LogConfig {
 	lc.Preallocate = tc.Preallocate
 	return lc
 }
+
+// cleanerConfigOf maps the log.cleaner.* settings to the log manager's
+// cleaner: off when log.cleaner.enable is false or there are no threads.
+func cleanerConfigOf(c *config.Config) storage.CleanerConfig {
+	get := func(name string) config.Value {
+		v, _ := c.Get(name)
+		return v
+	}
+	return storage.CleanerConfig{
+		Disabled:         !c.LogCleanerEnable || c.LogCleanerThreads == 0,
+		Threads:          int(c.LogCleanerThreads),
+		DedupeBufferSize: get("log.cleaner.dedupe.buffer.size").Long(),
+		LoadFactor:       get("log.cleaner.io.buffer.load.factor").Double(),
+		BackoffMs:        get("log.cleaner.backoff.ms").Long(),
+	}
+}

@@ -248,6 +248,7 @@ func (n *Node) openDirs() error {
 		ProducerIDExpirationMs:               int64(n.cfg.ProducerIDExpirationMs),
 		ProducerIDExpirationCheckIntervalMs:  int64(n.cfg.ProducerIDExpirationCheckIntervalMs),
 		HighWatermarkCheckpointIntervalMs:    n.cfg.ReplicaHighWatermarkCheckpointIntervalMs,
+		Cleaner:                              cleanerConfigOf(n.cfg),
 		ClusterID:                            n.clusterID,
 		NodeID:                               n.cfg.NodeID,
 		Now:                                  n.opts.now,
