@@ -115,3 +115,49 @@ func (p *Partition) leaderTruncatedLocked(log *storage.Log) {
 		p.epochStartOffset = log.LogEndOffset()
 	}
 }
+
+// TruncateInEpoch is TruncateTo for the mirror: it truncates only while
+// this node still leads the partition in leaderEpoch (otherwise nothing
+// changes and the error wraps NOT_LEADER_OR_FOLLOWER or
+// FENCED_LEADER_EPOCH), so that the work of a mirror driver whose
+// leadership ended cannot cut a log another driver now owns.
+func (p *Partition) TruncateInEpoch(offset int64, leaderEpoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	log, err := p.leaderLogInEpochLocked(leaderEpoch)
+	if err != nil {
+		return err
+	}
+	err = log.TruncateTo(offset)
+	p.leaderTruncatedLocked(log)
+	p.notify.signal()
+	return err
+}
+
+// TruncateFullyInEpoch is TruncateFullyAndStartAt for the mirror, fenced
+// like TruncateInEpoch.
+func (p *Partition) TruncateFullyInEpoch(offset int64, leaderEpoch int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	log, err := p.leaderLogInEpochLocked(leaderEpoch)
+	if err != nil {
+		return err
+	}
+	err = log.TruncateFullyAndStartAt(offset)
+	p.leaderTruncatedLocked(log)
+	p.notify.signal()
+	return err
+}
+
+// leaderLogInEpochLocked returns the log if this node leads the partition
+// in leaderEpoch. Caller holds mu.
+func (p *Partition) leaderLogInEpochLocked(leaderEpoch int32) (*storage.Log, error) {
+	log, err := p.localLogLocked(-1, true)
+	if err != nil {
+		return nil, err
+	}
+	if p.state.LeaderEpoch != leaderEpoch {
+		return nil, errf(kerr.FencedLeaderEpoch, "%s: leader epoch %d is not the current %d", p.tp, leaderEpoch, p.state.LeaderEpoch)
+	}
+	return log, nil
+}

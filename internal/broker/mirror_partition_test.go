@@ -133,3 +133,28 @@ func TestLeaderTruncationMovesEpochStart(t *testing.T) {
 		t.Fatalf("earliest offset after a full truncation: %d %v", r.Offset, kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+func TestTruncateInEpochIsFenced(t *testing.T) {
+	e := newEnv(t, nil)
+	e.createTopicWith("te", 1, 1, []int32{1}, []int32{1}, map[string]string{"mirror.name": "west"})
+	p := e.partition("te", 0)
+	if _, err := p.AppendMirrored(append(replicatedBatch(t, 0, 2, -1, "a"), replicatedBatch(t, 1, 2, -1, "b", "c")...), p.LeaderEpoch()); err != nil {
+		t.Fatal(err)
+	}
+	cur := p.LeaderEpoch()
+	if err := p.TruncateInEpoch(1, cur+1); !errors.Is(err, kerr.FencedLeaderEpoch) {
+		t.Fatalf("truncation in another epoch: %v", err)
+	}
+	if err := p.TruncateFullyInEpoch(5, cur-1); !errors.Is(err, kerr.FencedLeaderEpoch) {
+		t.Fatalf("full truncation in another epoch: %v", err)
+	}
+	if p.Log().LogEndOffset() != 3 {
+		t.Fatalf("a fenced truncation changed the log: end %d", p.Log().LogEndOffset())
+	}
+	if err := p.TruncateInEpoch(1, cur); err != nil || p.Log().LogEndOffset() != 1 {
+		t.Fatalf("truncation in the current epoch: end %d %v", p.Log().LogEndOffset(), err)
+	}
+	if err := p.TruncateFullyInEpoch(5, cur); err != nil || p.Log().LogStartOffset() != 5 {
+		t.Fatalf("full truncation in the current epoch: start %d %v", p.Log().LogStartOffset(), err)
+	}
+}
