@@ -107,7 +107,7 @@ func (d *driver) prepareOnce(ctx context.Context, logSource string) (string, err
 		}
 		d.log.Info("mirror partition starts from scratch: truncating fully", "source_cluster_id", info.clusterID,
 			"source_log_start_offset", start, "log_end_offset", log.LogEndOffset())
-		if err := d.part.TruncateFullyAndStartAt(start); err != nil {
+		if err := d.part.TruncateFullyInEpoch(start, d.leaderEpoch); err != nil {
 			return "", fmt.Errorf("truncate %s fully to start at %d: %w", d.tp, start, err)
 		}
 	default:
@@ -118,7 +118,7 @@ func (d *driver) prepareOnce(ctx context.Context, logSource string) (string, err
 				return "", err
 			}
 			d.log.Warn("the source's last mirrored epoch is unknown to the local log: truncating fully", "last_mirrored_epoch", lme, "source_log_start_offset", start)
-			if err := d.part.TruncateFullyAndStartAt(start); err != nil {
+			if err := d.part.TruncateFullyInEpoch(start, d.leaderEpoch); err != nil {
 				return "", fmt.Errorf("truncate %s fully to start at %d: %w", d.tp, start, err)
 			}
 			break
@@ -129,7 +129,7 @@ func (d *driver) prepareOnce(ctx context.Context, logSource string) (string, err
 		if leo := log.LogEndOffset(); end < leo {
 			d.log.Info("mirror partition truncates to the source's last mirrored epoch", "last_mirrored_epoch", lme,
 				"end_offset", end, "log_end_offset", leo)
-			if err := d.part.TruncateTo(end); err != nil {
+			if err := d.part.TruncateInEpoch(end, d.leaderEpoch); err != nil {
 				return "", fmt.Errorf("truncate %s to %d: %w", d.tp, end, err)
 			}
 		}

@@ -105,7 +105,7 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 		}
 		if leo := log.LogEndOffset(); cut < leo {
 			d.log.Info("truncating the failed-over partition to its last stable offset", "offset", cut, "log_end_offset", leo)
-			if err := d.part.TruncateTo(cut); err != nil {
+			if err := d.part.TruncateInEpoch(cut, d.leaderEpoch); err != nil {
 				return fmt.Errorf("truncate %s to %d: %w", d.tp, cut, err)
 			}
 		}

@@ -32,7 +32,7 @@ func (t *fetchTarget) Append(batches []byte) (int64, error) {
 }
 
 // Truncate implements replication.Target (a DivergingEpoch answer).
-func (t *fetchTarget) Truncate(offset int64) error { return t.p.TruncateTo(offset) }
+func (t *fetchTarget) Truncate(offset int64) error { return t.p.TruncateInEpoch(offset, t.leaderEpoch) }
 
 // TruncateFullyAndStartAt implements replication.Target: the source no
 // longer has our fetch position (retention passed it).
@@ -40,7 +40,7 @@ func (t *fetchTarget) TruncateFullyAndStartAt(offset int64) error {
 	if t.onRestart != nil {
 		t.onRestart(offset)
 	}
-	return t.p.TruncateFullyAndStartAt(offset)
+	return t.p.TruncateFullyInEpoch(offset, t.leaderEpoch)
 }
 
 func (t *fetchTarget) log() *storage.Log { return t.p.Log() }
