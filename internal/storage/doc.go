@@ -18,9 +18,10 @@
 //   - manager*.go: the Manager that owns log directories, loads partitions,
 //     runs the background flush/checkpoint/retention tasks and writes the
 //     per-directory checkpoint files and meta.properties.
+//   - cleaner*.go, offset_map.go: log compaction, on the segment API of
+//     segment_swap.go (read a segment's batches, write replacement segments,
+//     swap them in crash-safely); cleaner threads are owned by the Manager.
 //
 // Files are byte-compatible with Apache Kafka's; docs/storage.md describes
-// every format. Log compaction is not here yet: segment_swap.go documents the
-// segment API a cleaner builds on (read a segment's batches, write a
-// replacement segment, swap it in crash-safely).
+// every format.
 package storage

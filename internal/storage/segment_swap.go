@@ -9,9 +9,8 @@ import (
 	"github.com/kmirror/kmirror/internal/record"
 )
 
-// This file is the segment API log compaction (the cleaner) builds on. The
-// cleaner lives in this package; it is not implemented yet. Its protocol,
-// Kafka's:
+// This file is the segment API log compaction (the cleaner, cleaner*.go)
+// builds on. Its protocol, Kafka's:
 //
 //  1. Pick inactive segments to clean from l.segments() (never the active,
 //     last one; only below the last stable offset for transactional data).
