@@ -75,7 +75,6 @@ func kfakeSource(t *testing.T, topic string, partitions int32, n int) *kfake.Clu
 	return src
 }
 
-
 // TestSourceTopicDeletedFails: a mirrored topic deleted on the source makes
 // its partitions FAILED with a reason that says so; recreated there under
 // a new id, they stay FAILED (never mirrored from another topic); failing
@@ -137,4 +136,53 @@ func sum(xs []int64) int64 {
 		n += x
 	}
 	return n
+}
+
+// TestStoppingRedoAfterBarrier replays the crash of a leader between
+// appending the failover barrier and persisting STOPPED: the state says
+// STOPPING again when the node restarts; the new leader finds the barrier
+// at the end of its last mirrored epoch and completes without a second one.
+func TestStoppingRedoAfterBarrier(t *testing.T) {
+	a := startCluster(t)
+	b := startCluster(t)
+	createTopic(t, a, "once", 1, nil)
+	produceN(t, a, "once", "x", 10)
+	createMirror(t, b, a, "m")
+	mirrorTopics(t, b, opAdd, "m", "once")
+	waitStates(t, b, "m", "once", 1, wire.MirrorStateMirroring)
+	mirrorTopics(t, b, opRemove, "m", "once")
+	waitStates(t, b, "m", "once", 1, wire.MirrorStateStopped)
+	bn := b.Nodes()[0]
+	end := leo(t, bn, "once", 0)
+	st := storedState(t, b, "m", "once", 0)
+
+	// Back to STOPPING, as if STOPPED had never been written.
+	conn, err := wire.Dial(ctxFor(t), "tcp", bn.Addr(), "mirror-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wire.WriteMirrorStatesRequestPartition{MirrorName: "m", TopicID: topicIDBytes(t, b, "once"), Partition: 0,
+		State: wire.MirrorStateStopping, StateEpoch: st.StateEpoch + 1, LeaderEpoch: st.LeaderEpoch}
+	src := a.ClusterID()
+	w.UnknownTags.Set(0, wire.AppendCompactString(nil, src))
+	resp, err := conn.Request(ctxFor(t), &wire.WriteMirrorStatesRequest{Partitions: []wire.WriteMirrorStatesRequestPartition{w}})
+	conn.Close()
+	if err != nil || resp.(*wire.WriteMirrorStatesResponse).Partitions[0].ErrorCode != 0 {
+		t.Fatalf("rewrite STOPPING: %v %+v", err, resp)
+	}
+	bn.Restart()
+	waitStates(t, b, "m", "once", 1, wire.MirrorStateStopped)
+	if got := leo(t, bn, "once", 0); got != end {
+		t.Fatalf("the redone failover changed the log end: %d -> %d", end, got)
+	}
+	_, data := logBytes(t, bn, "once", 0)
+	n := 0
+	for _, h := range batches(t, data) {
+		if h.IsControl() && h.ProducerID < 0 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d barriers after the redone failover, want 1", n)
+	}
 }

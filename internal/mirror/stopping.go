@@ -23,15 +23,23 @@ import (
 //     job again and skips the bump;
 //  3. truncate to the last stable offset: a transaction the source had not
 //     finished is cut off;
-//  4. persist the Last Mirrored Epoch (the greatest epoch left, where the
-//     log ends) for a later mirror in the opposite direction;
+//  4. persist the Last Mirrored Epoch (the greatest epoch left, and the log
+//     end offset, which is where the barrier goes) for a later mirror in the
+//     opposite direction;
 //  5. append one MIRROR_PID_RESET control batch in the new epoch, which
-//     drops every producer's state on every replica, unless the log
-//     already ends with a barrier in the current epoch (written before a
-//     crash).
+//     drops every producer's state on every replica.
 //
-// logSource is the source cluster the log holds data of ("" if it never
-// mirrored anything: no LME is written).
+// A log that ends with a MIRROR_PID_RESET exactly at the end offset of the
+// persisted LME had all five steps done (by a leader that died before
+// persisting STOPPED): nothing is redone, so the log holds exactly one
+// barrier of this failover. A barrier copied from the source (a source
+// that failed over itself) cannot be mistaken for it: the LME's end offset
+// is where this failover's barrier was appended.
+//
+// logSource is the source cluster the log holds data of. With none ("")
+// nothing was ever mirrored into the log (data is appended in MIRRORING
+// only, which always has a source): there are no source epochs or producer
+// states to leave behind, and only step 1 runs.
 func (d *driver) stopping(ctx context.Context, logSource string) Event {
 	backoff := 100 * time.Millisecond
 	for {
@@ -67,6 +75,9 @@ var errWaitNewEpoch = errors.New("leader epoch bumped; waiting for the new leade
 func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	// 1.
 	d.source.stopFetching(d)
+	if logSource == "" {
+		return nil
+	}
 	log := d.part.Log()
 	if log == nil {
 		return fmt.Errorf("%s has no local log", d.tp)
@@ -74,76 +85,74 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	if cur := d.part.LeaderEpoch(); cur != d.leaderEpoch {
 		return errWaitNewEpoch
 	}
-	last, hasLast, err := d.lastBatch()
+	lmeKey := mirrorstate.LMEKey{TopicID: d.topicID, Partition: d.tp.Partition}
+	rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+	_, lmeEnd, err := d.m.deps.Store.ReadLME(rctx, lmeKey, logSource)
+	cancel()
 	if err != nil {
-		return err
+		return fmt.Errorf("read the last mirrored epoch of %s: %w", d.tp, err)
 	}
-	barrierDone := hasLast && last.IsControl() && last.PartitionLeaderEpoch == d.leaderEpoch && d.isBarrier()
+	if last, ok, err := d.lastBatch(); err != nil {
+		return err
+	} else if ok && lmeEnd >= 0 && last.BaseOffset == lmeEnd && d.isBarrier() {
+		d.log.Info("failover already complete in the log: the barrier follows the last mirrored epoch", "offset", last.BaseOffset)
+		return nil
+	}
 	// 2.
-	if !barrierDone {
-		if latest, ok := log.LatestEpoch(); ok && d.leaderEpoch <= latest {
-			if d.m.deps.Controller == nil {
-				return errors.New("no controller to bump the leader epoch through")
-			}
-			rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
-			e, err := d.m.deps.Controller.BumpLeaderEpoch(rctx, metadata.Uuid(d.topicID), d.tp.Partition, latest+1)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("bump the leader epoch of %s above %d: %w", d.tp, latest, err)
-			}
-			d.log.Info("leader epoch bumped above the mirrored epochs", "latest_mirrored_epoch", latest, "new_leader_epoch", e)
-			return errWaitNewEpoch
+	if latest, ok := log.LatestEpoch(); ok && d.leaderEpoch <= latest {
+		if d.m.deps.Controller == nil {
+			return errors.New("no controller to bump the leader epoch through")
 		}
+		rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+		e, err := d.m.deps.Controller.BumpLeaderEpoch(rctx, metadata.Uuid(d.topicID), d.tp.Partition, latest+1)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("bump the leader epoch of %s above %d: %w", d.tp, latest, err)
+		}
+		d.log.Info("leader epoch bumped above the mirrored epochs", "latest_mirrored_epoch", latest, "new_leader_epoch", e)
+		return errWaitNewEpoch
 	}
 	// 3.
-	if !barrierDone {
-		cut := log.LogEndOffset()
-		for _, p := range log.ActiveProducers() {
-			if p.CurrentTxnFirstOffset >= 0 {
-				cut = min(cut, p.CurrentTxnFirstOffset)
-			}
+	cut := log.LogEndOffset()
+	for _, p := range log.ActiveProducers() {
+		if p.CurrentTxnFirstOffset >= 0 {
+			cut = min(cut, p.CurrentTxnFirstOffset)
 		}
-		if leo := log.LogEndOffset(); cut < leo {
-			d.log.Info("truncating the failed-over partition to its last stable offset", "offset", cut, "log_end_offset", leo)
-			if err := d.part.TruncateInEpoch(cut, d.leaderEpoch); err != nil {
-				return fmt.Errorf("truncate %s to %d: %w", d.tp, cut, err)
-			}
+	}
+	if leo := log.LogEndOffset(); cut < leo {
+		d.log.Info("truncating the failed-over partition to its last stable offset", "offset", cut, "log_end_offset", leo)
+		if err := d.part.TruncateInEpoch(cut, d.leaderEpoch); err != nil {
+			return fmt.Errorf("truncate %s to %d: %w", d.tp, cut, err)
 		}
 	}
 	// 4.
-	if logSource != "" {
-		lme, end := int32(-1), log.LogEndOffset()
-		if barrierDone {
-			end = last.BaseOffset
-			if entries := log.EpochEntries(); len(entries) >= 2 {
-				lme = entries[len(entries)-2].Epoch
-			}
-		} else if e, ok := log.LatestEpoch(); ok {
-			lme = e
-		}
-		if lme >= 0 {
-			rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
-			err := d.m.deps.Store.WriteLME(rctx, LMEWrite{
-				Key:   mirrorstate.LMEKey{TopicID: d.topicID, Partition: d.tp.Partition},
-				Value: mirrorstate.LMEValue{Mirror: d.key.Mirror, SourceClusterID: logSource, LastMirroredEpoch: lme, EndOffset: end},
-			})
-			cancel()
-			if err != nil {
-				return fmt.Errorf("persist the last mirrored epoch of %s: %w", d.tp, err)
-			}
-		}
+	lme, end := int32(-1), log.LogEndOffset()
+	if e, ok := log.LatestEpoch(); ok {
+		lme = e
+	}
+	rctx, cancel = context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+	err = d.m.deps.Store.WriteLME(rctx, LMEWrite{
+		Key:   lmeKey,
+		Value: mirrorstate.LMEValue{Mirror: d.key.Mirror, SourceClusterID: logSource, LastMirroredEpoch: lme, EndOffset: end},
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("persist the last mirrored epoch of %s: %w", d.tp, err)
 	}
 	// 5.
-	if !barrierDone {
-		rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
-		info, err := d.part.AppendInEpoch(rctx, record.BuildMirrorPIDReset(d.m.cfg.Now().UnixMilli(), d.leaderEpoch),
-			storage.OriginCoordinator, d.leaderEpoch)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("append the MIRROR_PID_RESET barrier to %s: %w", d.tp, err)
-		}
-		d.log.Info("failover barrier appended", "offset", info.FirstOffset)
+	rctx, cancel = context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+	info, err := d.part.AppendInEpoch(rctx, record.BuildMirrorPIDReset(d.m.cfg.Now().UnixMilli(), d.leaderEpoch),
+		storage.OriginCoordinator, d.leaderEpoch)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("append the MIRROR_PID_RESET barrier to %s: %w", d.tp, err)
 	}
+	if info.FirstOffset != end {
+		// Only the mirror appends to a failing-over partition; anything
+		// else is a bug worth seeing.
+		d.log.Error("the failover barrier landed after the last mirrored epoch's end", "offset", info.FirstOffset, "expected", end)
+	}
+	d.log.Info("failover barrier appended", "offset", info.FirstOffset)
 	return nil
 }
 

@@ -24,6 +24,9 @@ type StateStore interface {
 	Write(ctx context.Context, w StateWrite) error
 	// WriteLME persists a Last Mirrored Epoch record.
 	WriteLME(ctx context.Context, l LMEWrite) error
+	// ReadLME returns the Last Mirrored Epoch recorded for a partition and
+	// a source cluster, (-1, -1) if none.
+	ReadLME(ctx context.Context, k mirrorstate.LMEKey, sourceCluster string) (epoch int32, end int64, err error)
 }
 
 // RoutedStore is the StateStore of a broker: it sends each key to the leader
@@ -141,6 +144,41 @@ func (s *RoutedStore) WriteLME(ctx context.Context, l LMEWrite) error {
 		}
 		return remoteErr(r.ErrorCode, nil)
 	}, mirrorstate.LMEPartitionFor(l.Key.TopicID, l.Key.Partition, s.partitions()))
+}
+
+// ReadLME implements StateStore. A remote coordinator is asked with
+// ReadLastMirroredEpochs carrying the local-only tag.
+func (s *RoutedStore) ReadLME(ctx context.Context, k mirrorstate.LMEKey, sourceCluster string) (int32, int64, error) {
+	epoch, end := int32(-1), int64(-1)
+	err := s.retry(ctx, func(_ int32, leader int32) error {
+		if leader == s.nodeID && s.local != nil {
+			var err error
+			epoch, end, err = s.local.ReadLME(ctx, k, sourceCluster)
+			return err
+		}
+		req := &wire.ReadLastMirroredEpochsRequest{ClusterID: sourceCluster, Topics: []wire.ReadLastMirroredEpochsRequestTopic{
+			{TopicID: k.TopicID, Partitions: []int32{k.Partition}},
+		}}
+		setLocalOnly(&req.UnknownTags)
+		resp, err := s.remote(ctx, leader, req)
+		if err != nil {
+			return err
+		}
+		r, ok := resp.(*wire.ReadLastMirroredEpochsResponse)
+		if !ok || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return errNotKmirror
+		}
+		if r.ErrorCode != 0 {
+			return kerr.ErrorForCode(r.ErrorCode)
+		}
+		p := r.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			return kerr.ErrorForCode(p.ErrorCode)
+		}
+		epoch, end = p.LastMirroredEpoch, p.EndOffset
+		return nil
+	}, mirrorstate.LMEPartitionFor(k.TopicID, k.Partition, s.partitions()))
+	return epoch, end, err
 }
 
 func (s *RoutedStore) partitions() int32 { return statePartitions(s.meta.Image(), s.defParts) }
