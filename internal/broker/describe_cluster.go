@@ -51,7 +51,7 @@ func (b *Broker) handleDescribeCluster(ctx context.Context, rc *wire.RequestCont
 		}
 	}
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOperations
+		resp.ClusterAuthorizedOperations = clusterAuthorizedOperations(rc)
 	}
 	return resp, nil
 }

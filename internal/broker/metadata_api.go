@@ -12,8 +12,8 @@ import (
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
-// Until ACLs exist every principal may do everything; these are the bit
-// sets of the operations Kafka defines for each resource type.
+// The bit sets of the operations Kafka defines for each resource type: the
+// authorized operations of every resource when no authorizer is configured.
 var (
 	topicOperations = opsBits(metadata.ACLOperationRead, metadata.ACLOperationWrite, metadata.ACLOperationCreate,
 		metadata.ACLOperationDelete, metadata.ACLOperationAlter, metadata.ACLOperationDescribe,
@@ -64,13 +64,16 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *wire.RequestContext, kr
 	resp.ClusterID = &cid
 	resp.ControllerID = b.controllerID(img, listener)
 	if v >= 8 && v <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOperations
+		resp.AuthorizedOperations = clusterAuthorizedOperations(rc)
 	}
-	includeOps := v >= 8 && req.IncludeTopicAuthorizedOperations
+	var topicOps func(string) int32
+	if v >= 8 && req.IncludeTopicAuthorizedOperations {
+		topicOps = topicAuthorizedOperations(rc)
+	}
 
 	if req.Topics == nil || (v == 0 && len(req.Topics) == 0) {
 		for _, t := range img.Topics() {
-			resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, includeOps))
+			resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, topicOps))
 		}
 		return resp, nil
 	}
@@ -81,7 +84,7 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *wire.RequestContext, kr
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID = rt.TopicID
 			if t, ok := img.TopicByID(rt.TopicID); ok && v >= 10 {
-				resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, includeOps))
+				resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, topicOps))
 				continue
 			}
 			mt.ErrorCode = kerr.UnknownTopicID.Code
@@ -90,7 +93,7 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *wire.RequestContext, kr
 		}
 		name := *rt.Topic
 		if t, ok := img.Topic(name); ok {
-			resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, includeOps))
+			resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, topicOps))
 			continue
 		}
 		mt := kmsg.NewMetadataResponseTopic()
@@ -125,14 +128,14 @@ func listenerOf(rc *wire.RequestContext) string {
 // fenced or without the listener are offline. At v0 replicas and ISR list
 // only available brokers, and a partition missing some is
 // REPLICA_NOT_AVAILABLE.
-func topicMetadata(img *metadata.Image, t *metadata.TopicImage, v int16, listener string, includeOps bool) kmsg.MetadataResponseTopic {
+func topicMetadata(img *metadata.Image, t *metadata.TopicImage, v int16, listener string, ops func(topic string) int32) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(name)
-	if includeOps {
-		mt.AuthorizedOperations = topicOperations
+	if ops != nil {
+		mt.AuthorizedOperations = ops(name)
 	}
 	available := func(id int32) bool {
 		reg, ok := img.Broker(id)
