@@ -9,7 +9,8 @@ import (
 )
 
 // groupAuthorizedOperations is the bit field of the operations on a group
-// (READ, DELETE, DESCRIBE): all are allowed until ACLs exist.
+// (READ, DELETE, DESCRIBE): what a group's authorized operations are
+// without an authorizer.
 const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
 
 // authorizedOperationsOmitted is the value of authorized-operations fields
@@ -26,7 +27,7 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, rc *wire.Request
 		d.Group = id
 		d.AuthorizedOperations = authorizedOperationsOmitted
 		if req.IncludeAuthorizedOperations {
-			d.AuthorizedOperations = groupAuthorizedOperations
+			d.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeGroup, id)
 		}
 		err := c.rt.Read(ctx, c.PartitionFor(id), func(s *shard) error {
 			g := s.group(id)
