@@ -559,3 +559,82 @@ func wantClosed(t *testing.T, c net.Conn, when string) {
 		t.Fatalf("connection not closed %s: %v", when, err)
 	}
 }
+
+// TestAuthorizedOperations checks the authorized-operations bitfields of
+// Metadata, DescribeCluster and DescribeGroups against ACLs: alice may READ
+// topic orders (DESCRIBE implied), READ group g, and ALTER the cluster.
+func TestAuthorizedOperations(t *testing.T) {
+	n := startSecureNode(t, "SASL_PLAINTEXT", "PLAINTEXT", saslProps())
+	adm := kadm.NewClient(n.client(t, nil, plain.Auth{User: "admin", Pass: adminPassword}.AsMechanism()))
+	ctx := ctxFor(t, 60*time.Second)
+	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil || resp.Err != nil {
+		t.Fatal(err, resp.Err)
+	}
+	alice, err := wire.Dial(ctx, "tcp", n.addr(), "alice", wire.WithSASL(plain.Auth{User: "alice", Pass: alicePassword}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	bits := func(ops ...kmsg.ACLOperation) int32 {
+		var b int32
+		for _, o := range ops {
+			b |= 1 << o
+		}
+		return b
+	}
+	groupReady := false
+	query := func() (topic, cluster, group int32) {
+		md := kmsg.NewPtrMetadataRequest()
+		md.SetVersion(12)
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("orders")
+		md.Topics = append(md.Topics, mt)
+		md.IncludeTopicAuthorizedOperations = true
+		r, err := alice.Request(ctx, md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic = r.(*kmsg.MetadataResponse).Topics[0].AuthorizedOperations
+		dc := kmsg.NewPtrDescribeClusterRequest()
+		dc.IncludeClusterAuthorizedOperations = true
+		r, err = alice.Request(ctx, dc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cluster = r.(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.SetVersion(5)
+		dg.Groups, dg.IncludeAuthorizedOperations = []string{"g"}, true
+		r, err = alice.Request(ctx, dg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := r.(*kmsg.DescribeGroupsResponse).Groups[0]
+		groupReady = g.ErrorCode == 0
+		return topic, cluster, g.AuthorizedOperations
+	}
+	// The group coordinator answers once __consumer_offsets exists.
+	waitFor(t, "the group coordinator", func() bool {
+		_, _ = adm.DescribeGroups(ctx, "g")
+		query()
+		return groupReady
+	})
+	if tp, cl, gr := query(); tp != 0 || cl != 0 || gr != 0 {
+		t.Fatalf("without ACLs: topic %b cluster %b group %b, want 0", tp, cl, gr)
+	}
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow("User:alice").Topics("orders").Operations(kadm.OpRead),
+		kadm.NewACLs().Allow("User:alice").Groups("g").Operations(kadm.OpRead),
+		kadm.NewACLs().Allow("User:alice").Clusters().Operations(kadm.OpAlter),
+	} {
+		if res, err := adm.CreateACLs(ctx, b); err != nil || res[0].Err != nil {
+			t.Fatal(err, res)
+		}
+	}
+	wantTopic := bits(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe)
+	wantCluster := bits(kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe)
+	waitFor(t, "the ACLs reach the authorizer", func() bool {
+		tp, cl, gr := query()
+		return tp == wantTopic && cl == wantCluster && gr == wantTopic
+	})
+}
