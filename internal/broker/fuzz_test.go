@@ -34,6 +34,7 @@ func FuzzRequests(f *testing.F) {
 		&kmsg.DescribeLogDirsRequest{Version: 4},
 		&kmsg.DescribeProducersRequest{Topics: []kmsg.DescribeProducersRequestTopic{{Topic: "fz", Partitions: []int32{1}}}},
 		&kmsg.DescribeClusterRequest{Version: 1, EndpointType: 1},
+		&kmsg.ElectLeadersRequest{Version: 2, ElectionType: 1, Topics: []kmsg.ElectLeadersRequestTopic{{Topic: "fz", Partitions: []int32{0, 1}}}, TimeoutMillis: 100},
 		&wire.ListMirrorsRequest{},
 		&wire.AddTopicsToMirrorRequest{MirrorName: "m", Topics: []wire.MirrorTopicsRequestTopic{{Name: "fz"}}, TimeoutMillis: 10},
 	}
