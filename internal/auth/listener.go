@@ -151,12 +151,9 @@ func listenerJAAS(cfg *config.Config, listener, mechanism string) (*JAAS, error)
 // the listener's JAAS entry for that mechanism. A PLAINTEXT listener needs
 // no options.
 func NodeDialOptions(cfg *config.Config, name string) ([]wire.DialOption, error) {
-	i := slices.IndexFunc(cfg.Listeners, func(l config.Listener) bool { return l.Name == name })
-	protocol := ""
-	if i >= 0 {
-		protocol = cfg.Listeners[i].SecurityProtocol
-	} else if j := slices.IndexFunc(cfg.AdvertisedListeners, func(l config.Listener) bool { return l.Name == name }); j >= 0 {
-		protocol = cfg.AdvertisedListeners[j].SecurityProtocol
+	protocol, err := listenerProtocol(cfg, name)
+	if err != nil {
+		return nil, err
 	}
 	var opts []wire.DialOption
 	if UsesTLS(protocol) {
@@ -179,6 +176,27 @@ func NodeDialOptions(cfg *config.Config, name string) ([]wire.DialOption, error)
 		opts = append(opts, wire.WithSASL(m))
 	}
 	return opts, nil
+}
+
+// listenerProtocol returns the security protocol of a listener, also of one
+// this node does not bind (a broker-only node's view of the controllers'
+// listener): listener.security.protocol.map, where PLAINTEXT is the default
+// of a controller listener missing from the default map, as in config.
+func listenerProtocol(cfg *config.Config, name string) (string, error) {
+	for _, ls := range [][]config.Listener{cfg.Listeners, cfg.AdvertisedListeners} {
+		if i := slices.IndexFunc(ls, func(l config.Listener) bool { return l.Name == name }); i >= 0 {
+			return ls[i].SecurityProtocol, nil
+		}
+	}
+	v, _ := cfg.Get("listener.security.protocol.map")
+	m, err := config.ParseSecurityProtocolMap(v.Str())
+	if err != nil {
+		return "", err
+	}
+	if p, ok := m[name]; ok {
+		return p, nil
+	}
+	return ProtocolPlaintext, nil
 }
 
 // clientMechanism builds the client side of mechanism for the node's own
