@@ -191,3 +191,8 @@ func (c otherCA) pool() *x509.CertPool {
 	p.AddCert(c.Cert)
 	return p
 }
+
+// loggerTo returns a debug logger writing to the test log and to logs.
+func loggerTo(t *testing.T, logs *lockedBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(multiWriter{logs, testWriter{t}}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
