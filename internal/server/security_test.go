@@ -325,24 +325,30 @@ func TestACLRoundTripAndEnforcement(t *testing.T) {
 		}
 	}
 	all := kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts()
-	described, err := adm.DescribeACLs(ctx, all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, d := range described {
-		if d.Err != nil {
-			t.Fatal(d.Err)
+	describeAll := func() []string {
+		described, err := adm.DescribeACLs(ctx, all)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, a := range d.Described {
-			got = append(got, fmt.Sprintf("%s %s %s %s %s %s %s", a.Type, a.Name, a.Pattern, a.Principal, a.Host, a.Operation, a.Permission))
+		var got []string
+		for _, d := range described {
+			if d.Err != nil {
+				t.Fatal(d.Err)
+			}
+			for _, a := range d.Described {
+				got = append(got, fmt.Sprintf("%s %s %s %s %s %s %s", a.Type, a.Name, a.Pattern, a.Principal, a.Host, a.Operation, a.Permission))
+			}
 		}
+		return got
 	}
 	want := []string{
 		"TOPIC orders LITERAL User:alice * READ ALLOW",
 		"TOPIC secret. PREFIXED User:* 10.0.0.9 ALL DENY",
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+	// DescribeAcls reads the broker's image, which follows the controller's
+	// commit a moment later.
+	waitFor(t, "both ACLs described", func() bool { return len(describeAll()) == len(want) })
+	if got := describeAll(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("described:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// MATCH finds the prefixed ACL for a topic under the prefix.
