@@ -49,3 +49,13 @@ func TestParseJAASErrorsHideValues(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseJAAS parses arbitrary text: it must fail or parse, never panic,
+// and never quote a value in its error.
+func FuzzParseJAAS(f *testing.F) {
+	f.Add(`org.Module required a="b" c=d;`)
+	f.Add(`x required /* c */ a="\"q\\";`)
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = ParseJAAS(s)
+	})
+}

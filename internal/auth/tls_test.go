@@ -289,3 +289,16 @@ func writeConcat(t *testing.T, dir string, files ...string) string {
 	}
 	return path
 }
+
+// FuzzDistinguishedName formats arbitrary DER as a certificate subject: it
+// must fail or return text, never panic.
+func FuzzDistinguishedName(f *testing.F) {
+	name := pkix.Name{CommonName: "a,b", Organization: []string{"o"}, ExtraNames: []pkix.AttributeTypeAndValue{
+		{Type: asn1.ObjectIdentifier{1, 2, 3}, Value: "x"}}}
+	raw, _ := asn1.Marshal(name.ToRDNSequence())
+	f.Add(raw)
+	f.Add([]byte{0x30, 0x00})
+	f.Fuzz(func(t *testing.T, der []byte) {
+		_, _ = DistinguishedName(der)
+	})
+}
