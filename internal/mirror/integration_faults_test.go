@@ -186,3 +186,44 @@ func TestStoppingRedoAfterBarrier(t *testing.T) {
 		t.Fatalf("%d barriers after the redone failover, want 1", n)
 	}
 }
+
+// TestSourceOutage stops the source while B mirrors from it: the partitions
+// stay MIRRORING, DescribeMirrors reports the error, and mirroring carries
+// on by itself once the source is back.
+func TestSourceOutage(t *testing.T) {
+	a := startCluster(t)
+	b := startCluster(t)
+	createTopic(t, a, "out", 2, nil)
+	produceN(t, a, "out", "before", 20)
+	createMirror(t, b, a, "m")
+	mirrorTopics(t, b, opAdd, "m", "out")
+	an, bn := a.Nodes()[0], b.Nodes()[0]
+	waitStates(t, b, "m", "out", 2, wire.MirrorStateMirroring)
+	waitIdentical(t, an, bn, "out", 2)
+
+	an.Stop()
+	waitFor(t, "DescribeMirrors to report the outage", func() bool {
+		for _, m := range describe(t, b, "m").Mirrors {
+			for _, tp := range m.Topics {
+				for _, p := range tp.Partitions {
+					if p.LastError == nil || p.State != wire.MirrorStateMirroring {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	an.Start()
+	produceN(t, a, "out", "after", 20)
+	waitIdentical(t, an, bn, "out", 2)
+	for _, m := range describe(t, b, "m").Mirrors {
+		for _, tp := range m.Topics {
+			for _, p := range tp.Partitions {
+				if p.State != wire.MirrorStateMirroring || p.Lag != 0 {
+					t.Fatalf("out-%d after the outage: %+v", p.Partition, p)
+				}
+			}
+		}
+	}
+}

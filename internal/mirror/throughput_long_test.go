@@ -114,3 +114,25 @@ func TestCatchUpThroughput(t *testing.T) {
 	t.Logf("%.0f MiB on disk: consumer from A %v (%.0f MiB/s), mirror catch-up %v (%.0f MiB/s, %.2f of the consumer; %v of it to create the mirror and reach MIRRORING)",
 		mib, consumer.Round(time.Millisecond), mib/consumer.Seconds(), mirror.Round(time.Millisecond), mib/mirror.Seconds(), consumer.Seconds()/mirror.Seconds(), setup.Round(time.Millisecond))
 }
+
+// TestFailoverTime measures how long failing over 100 mirrored partitions
+// takes, from RemoveTopicsFromMirror until every partition is STOPPED
+// (KMIRROR_LONG=1 only; the figure is logged).
+func TestFailoverTime(t *testing.T) {
+	if os.Getenv("KMIRROR_LONG") == "" {
+		t.Skip("long test: set KMIRROR_LONG=1")
+	}
+	const parts = 100
+	a := startCluster(t)
+	b := startCluster(t)
+	createTopic(t, a, "many", parts, nil)
+	produceN(t, a, "many", "x", 500)
+	createMirror(t, b, a, "m")
+	mirrorTopics(t, b, opAdd, "m", "many")
+	waitStates(t, b, "m", "many", parts, wire.MirrorStateMirroring)
+	waitIdentical(t, a.Nodes()[0], b.Nodes()[0], "many", parts)
+	start := time.Now()
+	mirrorTopics(t, b, opRemove, "m", "many")
+	waitStates(t, b, "m", "many", parts, wire.MirrorStateStopped)
+	t.Logf("failover of %d partitions: %v", parts, time.Since(start).Round(time.Millisecond))
+}
