@@ -51,6 +51,7 @@ const (
 	DesiredStopped
 )
 
+// String names the desired state in logs.
 func (d Desired) String() string {
 	switch d {
 	case DesiredNone:
@@ -129,6 +130,7 @@ const (
 	EvReconcile
 )
 
+// String names the event kind in logs.
 func (k EventKind) String() string {
 	return [...]string{"start", "desired", "prepared", "fetchers-removed", "stopped", "failed", "retry", "reconcile"}[k]
 }
@@ -172,6 +174,7 @@ const (
 	ActRelease
 )
 
+// String names the action kind in logs.
 func (k ActionKind) String() string {
 	return [...]string{"prepare", "cancel-prepare", "start-fetching", "stop-fetching", "stop", "schedule-retry", "release"}[k]
 }
