@@ -128,7 +128,7 @@ func TestServerCommandRejectsBadInput(t *testing.T) {
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--cluster-id", "not-an-id"}, "cluster id"},
 		{[]string{"--config", filepath.Join(dir, "missing.properties")}, "missing.properties"},
-		{[]string{"--listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "--override", "listener.security.protocol.map=SSL:SSL,CONTROLLER:PLAINTEXT", "--override", "inter.broker.listener.name=SSL"}, "not supported yet"},
+		{[]string{"--listeners", "SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "--override", "listener.security.protocol.map=SSL:SSL,CONTROLLER:PLAINTEXT", "--override", "inter.broker.listener.name=SSL"}, "ssl.certificate.location"},
 	}
 	for _, tc := range cases {
 		cmd := newServerCommand()
