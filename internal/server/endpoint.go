@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,7 +104,7 @@ func (e *endpoint) secure(authz wire.Authorizer, controller, sasl bool) {
 // it is the API's own check when that needs nothing from the request
 // (auth.Requirement.ClusterCheck); the rest is the handlers' to check.
 func (e *endpoint) clusterCheck(key int16) (kmsg.ACLOperation, bool) {
-	if e.authz == nil {
+	if e.authz == nil || slices.Contains(auth.PreAuthenticationAPIs, key) {
 		return 0, false
 	}
 	if e.controller {
