@@ -76,6 +76,12 @@ type Controller struct {
 
 	// activeFlag mirrors active for lock-free IsActive.
 	activeFlag atomic.Bool
+	// activeTerm is the raft term the controller activated in (set under
+	// mu before activeFlag). Being active is tied to that term: leadership
+	// lost and regained is a new term, whose barrier and sessions the
+	// controller must redo, while a late signal about the gain of the
+	// current term changes nothing.
+	activeTerm atomic.Uint64
 
 	life      context.Context
 	stop      context.CancelFunc
@@ -133,7 +139,9 @@ func (c *Controller) Start() error {
 		return errors.New("controller: closed")
 	}
 	c.startOnce.Do(func() {
-		c.changes = c.q.LeaderChanges()
+		if c.changes == nil { // tests may feed their own signals
+			c.changes = c.q.LeaderChanges()
+		}
 		c.wg.Add(1)
 		go c.run()
 	})
@@ -155,7 +163,16 @@ func (c *Controller) Close() error {
 
 // IsActive reports whether this controller is the active one: its quorum
 // member leads and it has caught up with the log since it was elected.
-func (c *Controller) IsActive() bool { return c.activeFlag.Load() && c.q.IsLeader() }
+func (c *Controller) IsActive() bool {
+	return c.activeFlag.Load() && c.leadsInTerm(c.activeTerm.Load())
+}
+
+// leadsInTerm reports whether the quorum member leads in term. The term is
+// read on both sides of the leadership check, so that leadership lost and
+// regained between the reads is not taken for the old term's.
+func (c *Controller) leadsInTerm(term uint64) bool {
+	return c.q.Term() == term && c.q.IsLeader() && c.q.Term() == term
+}
 
 // run follows leadership and checks sessions until Close.
 func (c *Controller) run() {
@@ -174,10 +191,15 @@ func (c *Controller) run() {
 			if !ok {
 				changes = nil // the quorum closed; Close will stop us
 			}
-			// Any leadership event may hide a lost-and-regained term, whose
-			// new barrier and sessions we must not skip.
+			// Signals arrive after the fact: this one may be about the gain
+			// of the term we already activated in (raft reports its state
+			// before its observers hear of it), which must not cost a
+			// second barrier and a window of NOT_CONTROLLER. Leadership
+			// lost, or lost and regained (a new term), deactivates.
 			c.mu.Lock()
-			c.deactivateLocked("leadership changed")
+			if c.active && !c.activeLocked() {
+				c.deactivateLocked("leadership changed")
+			}
 			c.mu.Unlock()
 		case <-ticker.C:
 		}
@@ -187,16 +209,18 @@ func (c *Controller) run() {
 // followLeadership activates the controller when its member leads and
 // deactivates it when it does not.
 func (c *Controller) followLeadership() {
-	leader := c.q.IsLeader()
-	if !leader {
-		if c.activeFlag.Load() {
-			c.mu.Lock()
-			c.deactivateLocked("lost leadership")
-			c.mu.Unlock()
-		}
-		return
-	}
 	if c.activeFlag.Load() {
+		if c.leadsInTerm(c.activeTerm.Load()) {
+			return
+		}
+		c.mu.Lock()
+		if c.active && !c.activeLocked() {
+			c.deactivateLocked("lost leadership")
+		}
+		c.mu.Unlock()
+	}
+	term := c.q.Term()
+	if !c.leadsInTerm(term) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.life, barrierTimeout)
@@ -210,14 +234,15 @@ func (c *Controller) followLeadership() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.life.Err() != nil || !c.q.IsLeader() {
-		return
+	if c.life.Err() != nil || !c.leadsInTerm(term) {
+		return // a later term runs its own barrier
 	}
 	img := c.q.Image()
 	c.sessions = rebuildSessions(img, c.now())
 	c.active = true
+	c.activeTerm.Store(term)
 	c.activeFlag.Store(true)
-	c.log.Info("controller active", "metadata_offset", img.Offset(), "brokers", len(c.sessions))
+	c.log.Info("controller active", "metadata_offset", img.Offset(), "brokers", len(c.sessions), "term", term)
 }
 
 func (c *Controller) deactivateLocked(why string) {
@@ -231,7 +256,7 @@ func (c *Controller) deactivateLocked(why string) {
 }
 
 // activeLocked reports, under mu, whether decisions may be taken.
-func (c *Controller) activeLocked() bool { return c.active && c.q.IsLeader() }
+func (c *Controller) activeLocked() bool { return c.active && c.leadsInTerm(c.activeTerm.Load()) }
 
 // viewLocked returns the view decisions read.
 func (c *Controller) viewLocked() *view {

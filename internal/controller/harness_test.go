@@ -90,6 +90,8 @@ type testCluster struct {
 	nodes     map[int32]*node
 	voters    []quorum.Voter
 	wg        sync.WaitGroup
+	// beforeStart, when set, sees each controller between New and Start.
+	beforeStart func(*Controller)
 
 	connMu sync.Mutex
 	conns  map[net.Conn]bool
@@ -279,6 +281,9 @@ func (c *testCluster) start(id int32) *node {
 	ctl, err := New(Config{NodeID: id, Cfg: testConfig(c.t, overrides), Logger: c.log, Now: c.clock.Now}, q)
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	if c.beforeStart != nil {
+		c.beforeStart(ctl)
 	}
 	if err := ctl.Start(); err != nil {
 		c.t.Fatal(err)

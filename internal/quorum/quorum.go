@@ -235,6 +235,11 @@ func (q *Quorum) Addr() string { return q.cfg.AdvertiseAddr }
 // on the image as the active controller.
 func (q *Quorum) IsLeader() bool { return q.raft.State() == raft.Leader }
 
+// Term returns the raft term this node is in. A node leads at most once per
+// term (winning an election starts a new term), so a node that leads, and
+// is in the same term, before and after some work led throughout it.
+func (q *Quorum) Term() uint64 { return q.raft.CurrentTerm() }
+
 // Leader returns the current leader's node id and raft address, if known.
 func (q *Quorum) Leader() (id int32, addr string, ok bool) {
 	a, sid := q.raft.LeaderWithID()
