@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 )
 
 // ErrFrameTooLarge is returned (wrapped, naming both sizes) when a frame's
@@ -25,9 +24,11 @@ const sizePrefixLen = 4
 // request beyond that (kmsg byte fields such as Produce records alias the
 // frame) must hand ReadFrame a fresh buffer.
 //
-// When buf is too small, memory grows with the bytes that actually arrive
-// (doubling from 64 KiB), so a peer that announces a large frame and sends
-// little of it costs at most about twice what it sent.
+// When buf is too small, a frame above 1 MiB takes a buffer of the shared
+// pools (see RecycleFrame) if one is free. Otherwise memory is allocated at
+// most 1 MiB at a time before the bytes arrive and then doubles with the
+// bytes that actually arrive, so a peer that announces a large frame and
+// sends little of it costs at most about twice what it sent (plus 1 MiB).
 //
 // A clean end of stream before the first byte of the size returns io.EOF; an
 // end of stream inside the frame returns io.ErrUnexpectedEOF.
@@ -73,25 +74,39 @@ func FinishFrame(frame []byte, trailing int64) error {
 	return nil
 }
 
-// growChunk is the first read size when ReadFrame must allocate.
-const growChunk = 64 << 10
+// firstChunk is the most readPayload allocates for a frame before any of
+// its payload has arrived.
+const firstChunk = 1 << 20
 
-// readPayload reads exactly n bytes into buf (reused if large enough).
+// readPayload reads exactly n bytes into buf (reused if large enough), a
+// pooled buffer, or a buffer that grows as the bytes arrive.
 func readPayload(r io.Reader, n int, buf []byte) ([]byte, error) {
+	if cap(buf) < n {
+		if pb := takeFrameBuffer(n); pb != nil {
+			buf = pb
+		}
+	}
 	if cap(buf) >= n {
 		buf = buf[:n]
 		_, err := io.ReadFull(r, buf)
 		return buf, err
 	}
-	buf = buf[:0]
-	for len(buf) < n {
-		chunk := min(n-len(buf), max(len(buf), growChunk))
-		buf = slices.Grow(buf, chunk)
-		got, err := io.ReadFull(r, buf[len(buf):len(buf)+chunk])
+	// The final capacity is the pool's size class of n, so that the buffer
+	// can serve later frames of similar size once recycled.
+	final := pooledCapacity(n)
+	buf = make([]byte, 0, min(final, firstChunk))
+	for {
+		end := min(n, cap(buf))
+		got, err := io.ReadFull(r, buf[len(buf):end])
 		buf = buf[:len(buf)+got]
 		if err != nil {
 			return nil, err
 		}
+		if len(buf) == n {
+			return buf, nil
+		}
+		nb := make([]byte, len(buf), min(2*cap(buf), final))
+		copy(nb, buf)
+		buf = nb
 	}
-	return buf, nil
 }

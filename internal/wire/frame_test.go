@@ -71,7 +71,7 @@ func TestReadFrameAllocatesWithArrivingBytes(t *testing.T) {
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("err = %v", err)
 	}
-	if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+	if d := after.TotalAlloc - before.TotalAlloc; d > firstChunk+64<<10 {
 		t.Errorf("allocated %d bytes for 1000 received", d)
 	}
 	// And a refused size allocates nothing of its size either.
@@ -91,6 +91,67 @@ func TestReadFrameLargeGrowsToExactPayload(t *testing.T) {
 	got, err := ReadFrame(bytes.NewReader(frameOf(payload)), 1<<20, make([]byte, 10))
 	if err != nil || !bytes.Equal(got, payload) {
 		t.Fatalf("large frame: equal %v, err %v", bytes.Equal(got, payload), err)
+	}
+}
+
+// A frame that arrives in full grows to its pool size class: doubling
+// from firstChunk, with every byte kept in order.
+func TestReadFrameGrowsToSizeClass(t *testing.T) {
+	payload := make([]byte, 5<<20+3)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	got, err := readPayload(bytes.NewReader(payload), len(payload), nil)
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("equal %v, err %v", bytes.Equal(got, payload), err)
+	}
+	if cap(got) != 8<<20 {
+		t.Errorf("cap = %d, want the 8 MiB size class", cap(got))
+	}
+}
+
+// A recycled buffer serves the next large frame of its size class, so a
+// producer's requests do not allocate a buffer each. (sync.Pool may drop
+// any item, so reuse is checked over a few rounds.)
+func TestRecycleFrameReusesBuffers(t *testing.T) {
+	payload := bytes.Repeat([]byte("p"), 3<<20)
+	reused := false
+	for range 20 {
+		first, err := ReadFrame(bytes.NewReader(frameOf(payload)), 64<<20, nil)
+		if err != nil || !bytes.Equal(first, payload) {
+			t.Fatalf("first frame: err %v", err)
+		}
+		RecycleFrame(first)
+		// A different size of the same class (2..4 MiB) may take it.
+		second, err := ReadFrame(bytes.NewReader(frameOf(payload[:2<<20+1])), 64<<20, nil)
+		if err != nil || !bytes.Equal(second, payload[:2<<20+1]) {
+			t.Fatalf("second frame: err %v", err)
+		}
+		if &second[0] == &first[0] {
+			reused = true
+			break
+		}
+	}
+	if !reused {
+		t.Error("a recycled buffer was never reused")
+	}
+}
+
+// Pooled buffers serve only frames above 1 MiB: a connection keeps the
+// buffers of smaller frames itself, and must not end up pinning a pooled one.
+func TestSmallFramesDoNotTakePooledBuffers(t *testing.T) {
+	for range 4 {
+		RecycleFrame(make([]byte, 0, 4<<20))
+	}
+	got, err := ReadFrame(bytes.NewReader(frameOf(make([]byte, 1000))), 64<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cap(got) != 1000 {
+		t.Errorf("a 1000-byte frame got a buffer of %d bytes", cap(got))
+	}
+	if b := takeFrameBuffer(1 << 20); b != nil {
+		t.Errorf("takeFrameBuffer(1 MiB) returned a pooled buffer of %d bytes", cap(b))
 	}
 }
 
