@@ -83,7 +83,13 @@ func (c *conn) serve(ctx context.Context, first []byte) {
 		case <-ctx.Done():
 			return
 		}
-		if !c.process(ctx, w, frame) {
+		ok := c.process(ctx, w, frame)
+		if cap(frame) > maxKeptBuffer {
+			// The reader dropped its reference (readFrames) and the
+			// request is answered: nothing aliases the frame any more.
+			wire.RecycleFrame(frame)
+		}
+		if !ok {
 			return
 		}
 	}
