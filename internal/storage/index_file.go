@@ -82,7 +82,25 @@ func (ix *indexFile) remap(capacity int64) error {
 		return fmt.Errorf("map index %s: %w", ix.path, err)
 	}
 	ix.data = data
+	ix.adviseSpare()
 	return nil
+}
+
+// adviseSpare turns off read-ahead for the pages past the valid entries:
+// the sparse, preallocated tail of an active segment's index. Appends touch
+// those pages one at a time, and with read-ahead the first touch of each
+// would make the kernel allocate and zero a whole window of pages (up to
+// megabytes) that the index may never use: that cost dominated the append
+// path of short-lived segments. The valid entries keep the default (a
+// lookup in a cold index reads it in efficiently). The advice is only a
+// hint, so failing to give it changes nothing else.
+func (ix *indexFile) adviseSpare() {
+	page := int64(os.Getpagesize())
+	from := ix.n.Load() * ix.entrySize / page * page
+	if from >= int64(len(ix.data)) {
+		return
+	}
+	_ = unix.Madvise(ix.data[from:], unix.MADV_RANDOM)
 }
 
 // resize changes the capacity to capacity bytes (rounded down to whole

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOffsetIndex(t *testing.T) {
@@ -102,5 +105,37 @@ func TestIndexFileWithBadSizeIsCorrupt(t *testing.T) {
 	os.WriteFile(p, make([]byte, 13), 0o644)
 	if _, err := openOffsetIndex(p, 0, 0); !errors.Is(err, ErrCorruptIndex) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// Appending to a fresh active index must bring only the pages it writes
+// into memory, not a read-ahead window of the sparse preallocated file (the
+// cost that dominated appends to new segments).
+func TestActiveIndexAppendTouchesOnlyItsPages(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.index")
+	const capacity = 10 << 20 // segment.index.bytes' default
+	ix, err := openOffsetIndex(p, 0, capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.f.close()
+	page := os.Getpagesize()
+	perPage := int64(page / offsetIndexEntrySize)
+	// Fill two pages and start a third.
+	for i := int64(0); i <= 2*perPage; i++ {
+		if ok, err := ix.append(i+1, (i+1)*4096); !ok || err != nil {
+			t.Fatalf("append %d: %v %v", i, ok, err)
+		}
+	}
+	vec := make([]byte, (capacity+page-1)/page)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&ix.f.data[0])), uintptr(len(ix.f.data)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	resident := 0
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	if resident > 8 {
+		t.Errorf("%d pages of the index are in memory after writing 3", resident)
 	}
 }
