@@ -156,6 +156,18 @@ type Process struct {
 // still running; its output is in the test log on failure.
 func StartProcess(t testing.TB, bin, addr string, args ...string) *Process {
 	t.Helper()
+	p := LaunchProcess(t, bin, addr, args...)
+	if err := p.WaitReady(StartTimeout); err != nil {
+		t.Fatalf("testcluster: %s did not become ready: %v\noutput:\n%s", filepath.Base(bin), err, p.Output())
+	}
+	return p
+}
+
+// LaunchProcess runs bin with args and returns at once, for nodes that can
+// only finish starting together (the voters of a new quorum); WaitReady
+// then waits for each. Cleanup is as for StartProcess.
+func LaunchProcess(t testing.TB, bin, addr string, args ...string) *Process {
+	t.Helper()
 	p := &Process{t: t, addr: addr, out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -172,11 +184,13 @@ func StartProcess(t testing.TB, bin, addr string, args ...string) *Process {
 			t.Logf("output of %s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), p.Output())
 		}
 	})
-	if err := p.waitReady(StartTimeout); err != nil {
-		t.Fatalf("testcluster: %s did not become ready: %v\noutput:\n%s", filepath.Base(bin), err, p.Output())
-	}
 	return p
 }
+
+// WaitReady waits up to timeout until the process answers ApiVersions on
+// its address; it returns an error if the process exits first or timeout
+// passes. It is safe to call from any goroutine.
+func (p *Process) WaitReady(timeout time.Duration) error { return p.waitReady(timeout) }
 
 // waitReady polls addr with ApiVersions until it answers, the process
 // exits, or timeout passes.

@@ -3,7 +3,10 @@ package testcluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,30 +143,80 @@ func (n *Node) ReplicaLog(t testing.TB, topic string, partition int32) (logStart
 	if !ok || p.Log() == nil {
 		t.Fatalf("testcluster: node %d has no replica of %s-%d", n.ID, topic, partition)
 	}
-	l := p.Log()
+	start, data, err := wholeLog(p.Log())
+	if err != nil {
+		t.Fatalf("testcluster: node %d's %s-%d: %v", n.ID, topic, partition, err)
+	}
+	return start, data
+}
+
+// wholeLog reads l's batches from its log start to its log end.
+func wholeLog(l *storage.Log) (int64, []byte, error) {
 	start, end := l.LogStartOffset(), l.LogEndOffset()
 	var buf bytes.Buffer
 	for off := start; off < end; {
 		r, err := l.Read(off, 1<<20, storage.FetchLogEnd, true)
 		if err != nil {
-			t.Fatalf("testcluster: read node %d's %s-%d at %d: %v", n.ID, topic, partition, off, err)
+			return 0, nil, fmt.Errorf("read at %d: %w", off, err)
 		}
 		b, err := r.Bytes()
 		r.Release()
 		if err != nil {
-			t.Fatal(err)
+			return 0, nil, fmt.Errorf("read at %d: %w", off, err)
 		}
 		if len(b) == 0 {
 			break
 		}
 		next, err := endOfBatches(b)
 		if err != nil {
-			t.Fatalf("testcluster: node %d's %s-%d at %d: %v", n.ID, topic, partition, off, err)
+			return 0, nil, fmt.Errorf("at %d: %w", off, err)
 		}
 		buf.Write(b)
 		off = next
 	}
-	return start, buf.Bytes()
+	return start, buf.Bytes(), nil
+}
+
+// ReadStoppedReplica returns the batches that the replica of
+// topic-partition in logDir (an entry of a stopped node's log.dirs) holds,
+// from its log start to its log end as they are on disk, with its log start
+// offset, for comparing the replicas of processes the test ran. It opens
+// the log with full recovery, so every batch is validated (size, CRC,
+// offsets) on the way, and fails the test if recovery had to cut anything
+// off: the node stopped cleanly and its files must be whole.
+func ReadStoppedReplica(t testing.TB, logDir, topic string, partition int32) (logStart int64, data []byte) {
+	t.Helper()
+	tp := storage.TopicPartition{Topic: topic, Partition: partition}
+	dir := filepath.Join(logDir, topic+"-"+strconv.Itoa(int(partition)))
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("testcluster: no segments in %s (%v)", dir, err)
+	}
+	var onDisk int64
+	for _, s := range segs {
+		fi, err := os.Stat(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDisk += fi.Size()
+	}
+	starts, err := storage.ReadOffsetCheckpoint(filepath.Join(logDir, "log-start-offset-checkpoint"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("testcluster: %s: %v", logDir, err)
+	}
+	l, err := storage.Open(dir, tp, storage.DefaultLogConfig(), storage.Options{LogStartOffset: starts[tp], Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("testcluster: open %s: %v", dir, err)
+	}
+	defer l.Close()
+	start, data, err := wholeLog(l)
+	if err != nil {
+		t.Fatalf("testcluster: %s: %v", dir, err)
+	}
+	if l.Size() != onDisk {
+		t.Fatalf("testcluster: recovery of %s cut its segments from %d to %d bytes", dir, onDisk, l.Size())
+	}
+	return start, data
 }
 
 // endOfBatches returns the offset after the last of whole v2 batches.
