@@ -63,6 +63,11 @@ type driver struct {
 	work     *work
 	timers   []*delayed // postLater's; stopped by cleanup
 	released bool
+
+	// The leader epoch raise of epoch_floor.go: the greatest mirrored
+	// epoch asked for, and whether its goroutine runs.
+	epochWant    atomic.Int32
+	epochBumping atomic.Bool
 }
 
 // work is PREPARING's or STOPPING's job in flight.
@@ -78,6 +83,12 @@ func newDriver(m *Manager, src *source, s driverSpec) *driver {
 		log:  m.log.With("mirror", s.key.Mirror, "topic", s.tp.Topic, "partition", s.tp.Partition, "leader_epoch", s.leaderEpoch),
 		done: make(chan struct{}),
 		wake: make(chan struct{}, 1),
+	}
+	if s.prev != nil && s.prev.key == s.key {
+		// A new leader epoch of the same leadership (the epoch floor, a
+		// failover bump): the figures DescribeMirrors shows carry on
+		// rather than drop to "unknown" until the next fetch.
+		d.stats = s.prev.stats
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	return d
@@ -292,10 +303,12 @@ func (d *driver) act(a Action) {
 	case ActCancelPrepare:
 		d.stopWork()
 	case ActStartFetching:
+		d.checkEpochFloor()
 		d.source.startFetching(d, &fetchTarget{p: d.part, leaderEpoch: d.leaderEpoch, stats: d.stats, now: d.m.cfg.Now,
 			onRestart: func(off int64) {
 				d.log.Warn("the source no longer has the mirror's position (retention passed it): restarting the partition at the source's log start", "offset", off)
-			}})
+			},
+			onEpochAbove: d.raiseLeaderEpoch})
 	case ActStopFetching:
 		d.source.stopFetching(d)
 		if d.machine.Status.State == wire.MirrorStatePausing {

@@ -1,7 +1,13 @@
 package mirror_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/testcluster"
 	"github.com/kmirror/kmirror/internal/wire"
@@ -41,5 +47,171 @@ func TestSourceEpochsAboveDestination(t *testing.T) {
 	waitStates(t, c, "bc", "hi", 2, wire.MirrorStateStopped)
 	if err := produceErr(t, c, "hi"); err != nil {
 		t.Fatalf("produce after failover: %v", err)
+	}
+}
+
+// TestEpochFloorConsumerGroup keeps the destination's leader epoch at or
+// above every mirrored epoch (KIP-1279) while the source elects new leaders:
+// a consumer group on B commits offsets whose leader epochs come from the
+// mirrored batches, which a KIP-320 client accepts only when they are not
+// above the partition's leader epoch in the metadata (it would otherwise
+// wait for newer metadata that never comes). The group resumes after a
+// restart of its consumer from the committed offsets: no stall, no reset.
+func TestEpochFloorConsumerGroup(t *testing.T) {
+	a := startCluster(t)
+	b := startCluster(t)
+	const parts = 2
+	createTopic(t, a, "ep", parts, nil)
+	an, bn := a.Nodes()[0], b.Nodes()[0]
+	produceN(t, a, "ep", "e0", 20)
+	an.Restart() // a new leadership on A: its epochs move ahead of B's
+	produceN(t, a, "ep", "e1", 20)
+	if e := metadataEpochs(t, a, "ep", parts); e[0] < 1 || e[1] < 1 {
+		t.Fatalf("A's leader epochs after a restart: %v; the test needs them above 0", e)
+	}
+	createMirror(t, b, a, "m")
+	mirrorTopics(t, b, opAdd, "m", "ep")
+	waitStates(t, b, "m", "ep", parts, wire.MirrorStateMirroring)
+	waitIdentical(t, an, bn, "ep", parts)
+	checkEpochFloor(t, b, bn, "ep", parts)
+
+	group := groupConsumer(t, b, "g", "ep")
+	seen := map[string]bool{}
+	readGroup(t, group, seen, 40)
+	group.Close()
+	checkCommittedEpochs(t, b, "g", "ep", parts)
+
+	// Another election on A while B mirrors, then more data in it.
+	an.Restart()
+	produceN(t, a, "ep", "e2", 20)
+	waitIdentical(t, an, bn, "ep", parts)
+	checkEpochFloor(t, b, bn, "ep", parts)
+
+	// The group resumes where it committed: exactly the 20 new records.
+	group = groupConsumer(t, b, "g", "ep")
+	readGroup(t, group, seen, 20)
+	group.Close()
+	checkCommittedEpochs(t, b, "g", "ep", parts)
+	if len(seen) != 60 {
+		t.Fatalf("the group read %d distinct records, want 60", len(seen))
+	}
+
+	// Failover still puts the barrier above every epoch.
+	mirrorTopics(t, b, opRemove, "m", "ep")
+	waitStates(t, b, "m", "ep", parts, wire.MirrorStateStopped)
+	for p := range int32(parts) {
+		_, data := logBytes(t, bn, "ep", p)
+		hs := batches(t, data)
+		last := hs[len(hs)-1]
+		for _, h := range hs[:len(hs)-1] {
+			if h.PartitionLeaderEpoch >= last.PartitionLeaderEpoch {
+				t.Fatalf("ep-%d: the barrier's epoch %d is not above a mirrored epoch %d", p, last.PartitionLeaderEpoch, h.PartitionLeaderEpoch)
+			}
+		}
+	}
+}
+
+// metadataEpochs returns the partitions' leader epochs in c's metadata, as
+// clients see them.
+func metadataEpochs(t testing.TB, c *testcluster.Cluster, topic string, parts int32) []int32 {
+	t.Helper()
+	md, err := c.Admin(t).Metadata(ctxFor(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int32, parts)
+	for p := range parts {
+		out[p] = md.Topics[topic].Partitions[p].LeaderEpoch
+	}
+	return out
+}
+
+// checkEpochFloor waits until, for every partition, the leader epoch in the
+// metadata is at least the greatest epoch in n's log.
+func checkEpochFloor(t testing.TB, c *testcluster.Cluster, n *testcluster.Node, topic string, parts int32) {
+	t.Helper()
+	var why string
+	ok := pollUntil(func() bool {
+		md := metadataEpochs(t, c, topic, parts)
+		for p := range parts {
+			_, data := logBytes(t, n, topic, p)
+			for _, h := range batches(t, data) {
+				if h.PartitionLeaderEpoch > md[p] {
+					why = fmt.Sprintf("%s-%d holds a batch of epoch %d above its leader epoch %d", topic, p, h.PartitionLeaderEpoch, md[p])
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if !ok {
+		t.Fatal(why)
+	}
+}
+
+// groupConsumer returns a consumer of group on topic that commits what it polls.
+func groupConsumer(t testing.TB, c *testcluster.Cluster, group, topic string) *kgo.Client {
+	t.Helper()
+	return c.Client(t, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+}
+
+// readGroup polls want new records, failing on a record seen before (a
+// reset) or on no progress before the deadline (a stall), and commits each
+// poll's records synchronously.
+func readGroup(t testing.TB, cl *kgo.Client, seen map[string]bool, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	got := 0
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("the group stalled after %d of %d records", got, want)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %s-%d: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		rs := fs.Records()
+		for _, r := range rs {
+			k := string(r.Key)
+			if seen[k] {
+				t.Fatalf("record %s read twice: the group's position was reset", k)
+			}
+			seen[k] = true
+			got++
+		}
+		if err := cl.CommitRecords(ctx, rs...); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+	}
+}
+
+// checkCommittedEpochs checks that every committed offset of the group
+// carries a leader epoch that is not above the partition's leader epoch in
+// the metadata (what a KIP-320 consumer validates before using it).
+func checkCommittedEpochs(t testing.TB, c *testcluster.Cluster, group, topic string, parts int32) {
+	t.Helper()
+	offs, err := c.Admin(t).FetchOffsets(ctxFor(t), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := metadataEpochs(t, c, topic, parts)
+	n := 0
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic != topic {
+			return
+		}
+		n++
+		if o.Err != nil {
+			t.Fatalf("committed offset of %s-%d: %v", o.Topic, o.Partition, o.Err)
+		}
+		if o.LeaderEpoch < 0 || o.LeaderEpoch > md[o.Partition] {
+			t.Fatalf("%s-%d: committed leader epoch %d, metadata leader epoch %d: a KIP-320 consumer would wait for newer metadata",
+				o.Topic, o.Partition, o.LeaderEpoch, md[o.Partition])
+		}
+	})
+	if n != int(parts) {
+		t.Fatalf("the group committed %d partitions of %s, want %d", n, topic, parts)
 	}
 }

@@ -19,6 +19,10 @@ type fetchTarget struct {
 	stats       *liveStats
 	now         func() time.Time
 	onRestart   func(offset int64) // OFFSET_OUT_OF_RANGE restarts (logged by the driver)
+	// onEpochAbove is told the log's latest epoch when an append leaves it
+	// above leaderEpoch (the driver raises the leader epoch: see
+	// epoch_floor.go). It must not block.
+	onEpochAbove func(epoch int32)
 }
 
 // Append implements replication.Target.
@@ -28,6 +32,12 @@ func (t *fetchTarget) Append(batches []byte) (int64, error) {
 		return -1, err
 	}
 	t.stats.fetched(t.now())
+	if info.LastOffset >= 0 && t.onEpochAbove != nil {
+		// Epochs only grow along a log: the latest is the greatest.
+		if e, ok := t.LatestEpoch(); ok && e > t.leaderEpoch {
+			t.onEpochAbove(e)
+		}
+	}
 	return info.LastOffset, nil
 }
 
