@@ -69,7 +69,7 @@ func TestDecideCreateMirror(t *testing.T) {
 		{"no bootstrap", base, createMirrorReq("west", "client.id", "x"), kerr.InvalidConfig, "bootstrap.servers"},
 		{"unknown key", base, createMirrorReq("west", "bootstrap.servers", "a:1", "bootstrap.server", "b:1"), kerr.InvalidConfig, "bootstrap.server:"},
 		{"invalid value", base, createMirrorReq("west", "bootstrap.servers", "a"), kerr.InvalidConfig, "bootstrap.servers"},
-		{"security not yet", base, createMirrorReq("west", "bootstrap.servers", "a:1", "security.protocol", "SASL_SSL"), kerr.InvalidConfig, "not supported yet"},
+		{"sasl incomplete", base, createMirrorReq("west", "bootstrap.servers", "a:1", "security.protocol", "SASL_SSL"), kerr.InvalidConfig, "sasl.mechanism"},
 		{"twice", base, createMirrorReq("west", "bootstrap.servers", "a:1", "bootstrap.servers", "b:1"), kerr.InvalidConfig, "more than once"},
 		{"no brokers for state topic", cluster(t), createMirrorReq("west", "bootstrap.servers", "a:1"), kerr.InvalidReplicationFactor, "__mirror_state"},
 	}

@@ -2,18 +2,18 @@ package mirrorconfig
 
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmirror/kmirror/internal/config"
 )
 
 // SourceClientOpts validates a mirror's properties and returns the options
 // of a franz-go client to the source cluster: seed brokers, client id,
-// timeouts and the security settings. Callers add what their use needs
-// (e.g. kgo.RequestRetries, or the consumer options of a fetcher).
+// timeouts and the security settings (TLS with the configured authorities
+// and client certificate, SASL PLAIN or SCRAM with the mirror's login).
+// Callers add what their use needs (e.g. kgo.RequestRetries, or the
+// consumer options of a fetcher).
 //
-// Only PLAINTEXT is implemented so far: another security.protocol is a
-// *config.ValueError (wrapping kerr.InvalidConfig) that says so, rather than a client that
-// would connect without the security the operator asked for.
+// It reads the certificate and key files the properties name, so it fails
+// (with a *config.ValueError wrapping kerr.InvalidConfig that names the
+// property, never a secret) when one is missing or unusable here.
 func SourceClientOpts(props map[string]string) ([]kgo.Opt, error) {
 	c, err := Parse(props)
 	if err != nil {
@@ -31,11 +31,19 @@ func (c *Config) ClientOpts() ([]kgo.Opt, error) {
 		kgo.ConnIdleTimeout(c.ConnectionsMaxIdle),
 		kgo.MetadataMaxAge(c.MetadataMaxAge),
 	}
-	switch c.SecurityProtocol {
-	case "PLAINTEXT":
-		return opts, nil
-	default:
-		return nil, &config.ValueError{Name: SecurityProtocol, Value: c.SecurityProtocol,
-			Reason: c.SecurityProtocol + " is not supported yet: kmirror connects to source clusters with PLAINTEXT only (TLS and SASL arrive with the security work)"}
+	if usesTLS(c.SecurityProtocol) {
+		tc, err := c.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
+	if usesSASL(c.SecurityProtocol) {
+		m, err := c.saslMechanism()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
 }

@@ -42,6 +42,8 @@ const (
 	SyncTopicACLsEnabled           = "sync.topic.acls.enabled"
 	Groups                         = "groups"
 	GroupsExclude                  = "groups.exclude"
+	ACLPrincipals                  = "acls.principals"
+	ACLPrincipalsExclude           = "acls.principals.exclude"
 )
 
 // Defaults of the properties that have one.
@@ -96,9 +98,9 @@ func definitions() []config.Definition {
 		{Name: ClientID, Type: config.TypeString, Default: str(defaultClientID), Importance: config.Medium,
 			Doc: "The client id the mirror's connections to the source send, which the source's logs, quotas and metrics see."},
 		{Name: SecurityProtocol, Type: config.TypeString, Default: str(defaultSecurityProtocol), Validator: config.OneOfIgnoreCase(securityProtocols...), Importance: config.High,
-			Doc: "Protocol of the connections to the source: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. kmirror connects with PLAINTEXT only so far; the others are accepted by name and refused with a clear error until TLS and SASL support lands."},
+			Doc: "Protocol of the connections to the source: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL (SASL over TLS)."},
 		{Name: SASLMechanism, Type: config.TypeString, Validator: config.OneOf(saslMechanisms...), Importance: config.High,
-			Doc: "SASL mechanism for SASL_PLAINTEXT and SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."},
+			Doc: "SASL mechanism for SASL_PLAINTEXT and SASL_SSL (required with them): PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."},
 		{Name: SASLUsername, Type: config.TypeString, Importance: config.High, Kmirror: true,
 			Doc: "kmirror: the SASL user name (an alternative to sasl.jaas.config, as librdkafka names it)."},
 		{Name: SASLPassword, Type: config.TypePassword, Sensitive: true, Importance: config.High, Kmirror: true,
@@ -112,15 +114,15 @@ func definitions() []config.Definition {
 		{Name: SSLKeyLocation, Type: config.TypeString, Importance: config.High, Kmirror: true,
 			Doc: "kmirror: PEM file of the client certificate's private key."},
 		{Name: SSLKeyPassword, Type: config.TypePassword, Sensitive: true, Importance: config.High,
-			Doc: "Password of the private key. Secret."},
+			Doc: "Password of the private key. Secret. kmirror reads unencrypted PEM keys only: an encrypted key is refused when the client is built."},
 		{Name: SSLKeystoreLocation, Type: config.TypeString, Importance: config.High,
-			Doc: "Key store with the client certificate and key (PKCS12 or PEM)."},
+			Doc: "Key store with the client certificate and key. kmirror reads PEM key stores (ssl.keystore.type=PEM) only."},
 		{Name: SSLKeystorePassword, Type: config.TypePassword, Sensitive: true, Importance: config.High,
 			Doc: "Password of the key store. Secret."},
 		{Name: SSLKeystoreType, Type: config.TypeString, Default: str("PKCS12"), Validator: config.OneOfIgnoreCase("PKCS12", "PEM"), Importance: config.Medium,
 			Doc: "Format of ssl.keystore.location: PKCS12 or PEM."},
 		{Name: SSLTruststoreLocation, Type: config.TypeString, Importance: config.High,
-			Doc: "Trust store with the certificate authorities (PKCS12 or PEM)."},
+			Doc: "Trust store with the certificate authorities. kmirror reads PEM trust stores (ssl.truststore.type=PEM) only."},
 		{Name: SSLTruststorePassword, Type: config.TypePassword, Sensitive: true, Importance: config.High,
 			Doc: "Password of the trust store. Secret."},
 		{Name: SSLTruststoreType, Type: config.TypeString, Default: str("PKCS12"), Validator: config.OneOfIgnoreCase("PKCS12", "PEM"), Importance: config.Medium,
@@ -140,11 +142,15 @@ func definitions() []config.Definition {
 		{Name: SyncGroupOffsetsEnabled, Type: config.TypeBoolean, Default: str("true"), Importance: config.Medium,
 			Doc: "Periodically copy consumer group offsets of the mirrored topics from the source (groups without active members on this cluster only). kmirror enables it by default; MirrorMaker 2 does not."},
 		{Name: SyncTopicACLsEnabled, Type: config.TypeBoolean, Default: str("true"), Importance: config.Medium,
-			Doc: "Periodically copy the ACLs of the mirrored topics from the source."},
+			Doc: "Periodically copy from the source the ACLs of the mirrored topics and of the synced groups (acls.principals selects whose)."},
 		{Name: Groups, Type: config.TypeList, Default: str(".*"), Validator: regexList, Importance: config.Medium,
 			Doc: "Consumer groups whose offsets are synced: regular expressions matched against the whole group id."},
 		{Name: GroupsExclude, Type: config.TypeList, Default: str(""), Validator: regexList, Importance: config.Medium,
 			Doc: "Consumer groups never synced, even if groups matches them."},
+		{Name: ACLPrincipals, Type: config.TypeList, Default: str(".*"), Validator: regexList, Importance: config.Medium, Kmirror: true,
+			Doc: "kmirror: principals whose ACLs the ACL sync copies: regular expressions matched against the whole principal, e.g. User:app-.*."},
+		{Name: ACLPrincipalsExclude, Type: config.TypeList, Default: str(""), Validator: regexList, Importance: config.Medium, Kmirror: true,
+			Doc: "kmirror: principals whose ACLs are never copied, even if acls.principals matches them."},
 	}
 }
 

@@ -27,9 +27,12 @@ type Config struct {
 	// SyncTopicConfigs, SyncTopicPartitions, SyncGroupOffsets and
 	// SyncTopicACLs switch the periodic syncs on or off.
 	SyncTopicConfigs, SyncTopicPartitions, SyncGroupOffsets, SyncTopicACLs bool
-	// Groups and GroupsExclude select the groups whose offsets are synced;
-	// each expression matches a whole group id.
+	// Groups and GroupsExclude select the groups whose offsets (and ACLs)
+	// are synced; each expression matches a whole group id.
 	Groups, GroupsExclude []*regexp.Regexp
+	// ACLPrincipals and ACLPrincipalsExclude select the principals whose
+	// ACLs are synced; each expression matches a whole principal.
+	ACLPrincipals, ACLPrincipalsExclude []*regexp.Regexp
 	// values holds every property, defaults included, for the security
 	// settings that SourceClientOpts reads.
 	values map[string]config.Value
@@ -63,20 +66,25 @@ func Parse(props map[string]string) (*Config, error) {
 	}
 	ms := func(name string) time.Duration { return time.Duration(values[name].Long()) * time.Millisecond }
 	c := &Config{
-		BootstrapServers:    values[BootstrapServers].List(),
-		ClientID:            values[ClientID].Str(),
-		SecurityProtocol:    strings.ToUpper(values[SecurityProtocol].Str()),
-		SASLMechanism:       values[SASLMechanism].Str(),
-		ConnectionsMaxIdle:  ms(ConnectionsMaxIdleMs),
-		MetadataMaxAge:      ms(MetadataMaxAgeMs),
-		DialTimeout:         ms(SocketConnectionSetupTimeoutMs),
-		SyncTopicConfigs:    values[SyncTopicConfigsEnabled].Bool(),
-		SyncTopicPartitions: values[SyncTopicPartitionsEnabled].Bool(),
-		SyncGroupOffsets:    values[SyncGroupOffsetsEnabled].Bool(),
-		SyncTopicACLs:       values[SyncTopicACLsEnabled].Bool(),
-		Groups:              compileAll(values[Groups].List()),
-		GroupsExclude:       compileAll(values[GroupsExclude].List()),
-		values:              values,
+		BootstrapServers:     values[BootstrapServers].List(),
+		ClientID:             values[ClientID].Str(),
+		SecurityProtocol:     strings.ToUpper(values[SecurityProtocol].Str()),
+		SASLMechanism:        values[SASLMechanism].Str(),
+		ConnectionsMaxIdle:   ms(ConnectionsMaxIdleMs),
+		MetadataMaxAge:       ms(MetadataMaxAgeMs),
+		DialTimeout:          ms(SocketConnectionSetupTimeoutMs),
+		SyncTopicConfigs:     values[SyncTopicConfigsEnabled].Bool(),
+		SyncTopicPartitions:  values[SyncTopicPartitionsEnabled].Bool(),
+		SyncGroupOffsets:     values[SyncGroupOffsetsEnabled].Bool(),
+		SyncTopicACLs:        values[SyncTopicACLsEnabled].Bool(),
+		Groups:               compileAll(values[Groups].List()),
+		GroupsExclude:        compileAll(values[GroupsExclude].List()),
+		ACLPrincipals:        compileAll(values[ACLPrincipals].List()),
+		ACLPrincipalsExclude: compileAll(values[ACLPrincipalsExclude].List()),
+		values:               values,
+	}
+	if err := checkSecurity(values, c.SecurityProtocol); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -90,10 +98,18 @@ func Validate(props map[string]string) error {
 // SyncsGroup reports whether the offsets of group are synced: it matches
 // Groups and not GroupsExclude.
 func (c *Config) SyncsGroup(group string) bool {
-	match := func(rs []*regexp.Regexp) bool {
-		return slices.ContainsFunc(rs, func(r *regexp.Regexp) bool { return r.MatchString(group) })
-	}
-	return match(c.Groups) && !match(c.GroupsExclude)
+	return matchAny(c.Groups, group) && !matchAny(c.GroupsExclude, group)
+}
+
+// SyncsACLPrincipal reports whether the ACLs of principal (e.g.
+// "User:alice") are synced: it matches ACLPrincipals and not
+// ACLPrincipalsExclude.
+func (c *Config) SyncsACLPrincipal(principal string) bool {
+	return matchAny(c.ACLPrincipals, principal) && !matchAny(c.ACLPrincipalsExclude, principal)
+}
+
+func matchAny(rs []*regexp.Regexp, s string) bool {
+	return slices.ContainsFunc(rs, func(r *regexp.Regexp) bool { return r.MatchString(s) })
 }
 
 // compileAll compiles whole-name expressions the table's validator already

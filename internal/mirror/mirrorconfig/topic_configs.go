@@ -1,6 +1,11 @@
 package mirrorconfig
 
-import "slices"
+import (
+	"maps"
+	"slices"
+
+	"github.com/kmirror/kmirror/internal/config"
+)
 
 // NeverSyncedTopicConfigs are the topic configs a mirror never copies from
 // the source, neither when it creates a topic nor in its periodic sync:
@@ -23,4 +28,35 @@ var NeverSyncedTopicConfigs = []string{
 // from the source.
 func SyncsTopicConfig(name string) bool {
 	return !slices.Contains(NeverSyncedTopicConfigs, name)
+}
+
+// ManagedTopicConfig reports whether the periodic config sync owns the
+// destination topic config name: a config this cluster knows, that only
+// kmirror does not set itself, and that is not never-synced. The sync sets
+// such a config to the source's value and removes it when the source has
+// none; every other config of the topic is left alone.
+func ManagedTopicConfig(name string) bool {
+	def, known := config.TopicDefinition(name)
+	return known && !def.Internal && SyncsTopicConfig(name)
+}
+
+// TopicConfigsToSync returns the source topic configs (the ones set on the
+// topic, not the source brokers' defaults) that a mirrored topic takes:
+// the managed ones whose value this cluster accepts. skipped names the
+// rest, sorted, for a log line (names only: a value may be anything).
+func TopicConfigsToSync(src map[string]string) (kept map[string]string, skipped []string) {
+	kept = map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(src)) {
+		if !ManagedTopicConfig(k) {
+			skipped = append(skipped, k)
+			continue
+		}
+		def, _ := config.TopicDefinition(k)
+		if _, err := def.Parse(src[k]); err != nil {
+			skipped = append(skipped, k)
+			continue
+		}
+		kept[k] = src[k]
+	}
+	return kept, skipped
 }
