@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,26 +31,49 @@ type mirrorFlags struct {
 // run connects a mirror admin client to the destination cluster, bounds fn
 // by --timeout and closes the client.
 func (f *mirrorFlags) run(cmd *cobra.Command, fn func(ctx context.Context, adm *mirroradmin.Client, format outputFormat) error) error {
-	format, err := f.format()
+	adm, format, err := f.connect()
 	if err != nil {
 		return err
-	}
-	if f.timeout <= 0 {
-		return fmt.Errorf("invalid --timeout %s: must be positive", f.timeout)
-	}
-	seeds, err := f.seeds()
-	if err != nil {
-		return err
-	}
-	adm, err := mirroradmin.NewFromAddrs(seeds)
-	if err != nil {
-		return fmt.Errorf("create client: %w", err)
 	}
 	defer adm.Close()
-	adm.SetTimeoutMillis(int32(f.timeout.Milliseconds()))
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	return f.explain(fn(ctx, adm, format), f.timeout)
+}
+
+// runWatch runs describe --watch: without an overall deadline, until the
+// command's context ends or Ctrl-C, which ends it normally.
+func (f *mirrorFlags) runWatch(cmd *cobra.Command, name string, interval time.Duration) error {
+	adm, format, err := f.connect()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return f.watch(ctx, adm, name, interval, format, cmd.OutOrStdout())
+}
+
+// connect validates the shared flags and returns a mirror admin client on
+// the destination cluster, which the caller closes.
+func (f *mirrorFlags) connect() (*mirroradmin.Client, outputFormat, error) {
+	format, err := f.format()
+	if err != nil {
+		return nil, "", err
+	}
+	if f.timeout <= 0 {
+		return nil, "", fmt.Errorf("invalid --timeout %s: must be positive", f.timeout)
+	}
+	seeds, err := f.seeds()
+	if err != nil {
+		return nil, "", err
+	}
+	adm, err := mirroradmin.NewFromAddrs(seeds)
+	if err != nil {
+		return nil, "", fmt.Errorf("create client: %w", err)
+	}
+	adm.SetTimeoutMillis(int32(f.timeout.Milliseconds()))
+	return adm, format, nil
 }
 
 // newMirrorCommand builds `kmirror mirror` and its subcommands with fresh
@@ -78,6 +103,7 @@ writable here).`,
 		newMirrorDeleteCommand(f),
 		newMirrorListCommand(f),
 		newMirrorDescribeCommand(f),
+		newMirrorWaitCommand(f),
 	)
 	return cmd
 }
@@ -183,10 +209,20 @@ type topicOutcome struct {
 type topicsOp func(c *mirroradmin.Client, ctx context.Context, mirror string, topics ...string) (mirroradmin.TopicResults, error)
 
 func newMirrorTopicsCommand(f *mirrorFlags, use, short, done string, op topicsOp) *cobra.Command {
-	return &cobra.Command{
+	var (
+		wait     bool
+		interval time.Duration
+	)
+	target := waitStates[use]
+	cmd := &cobra.Command{
 		Use:   use + " NAME TOPIC...",
 		Short: short,
-		Args:  cobra.MinimumNArgs(2),
+		Long: short + `.
+
+With --wait the command then waits until every partition of the topics is
+` + target.String() + `, showing progress on stderr; --timeout bounds the
+request and the wait together.`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, topics := args[0], dedupe(args[1:])
 			return f.run(cmd, func(ctx context.Context, adm *mirroradmin.Client, format outputFormat) error {
@@ -231,10 +267,16 @@ func newMirrorTopicsCommand(f *mirrorFlags, use, short, done string, op topicsOp
 				if failed > 0 {
 					return fmt.Errorf("%s %s: %d of %d topics failed", use, name, failed, len(outcomes))
 				}
-				return nil
+				if !wait {
+					return nil
+				}
+				return f.waitForState(ctx, adm, name, topics, target, interval, cmd.ErrOrStderr())
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every partition of the topics is "+target.String())
+	cmd.Flags().DurationVar(&interval, "interval", defaultWatchInterval, "with --wait, how often to ask the cluster")
+	return cmd
 }
 
 func newMirrorDeleteCommand(f *mirrorFlags) *cobra.Command {
@@ -283,12 +325,36 @@ func newMirrorListCommand(f *mirrorFlags) *cobra.Command {
 }
 
 func newMirrorDescribeCommand(f *mirrorFlags) *cobra.Command {
-	return &cobra.Command{
+	var (
+		watch    bool
+		interval time.Duration
+	)
+	cmd := &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Describe a mirror: its source properties (secrets hidden) and the state of every mirrored partition",
-		Args:  cobra.ExactArgs(1),
+		Long: `Describe a mirror: its source properties (secrets hidden), the state of every
+mirrored partition and its syncs, once.
+
+With --watch, a live table of the partitions instead, refreshed every
+--interval until Ctrl-C: state, leader, the source's high watermark, this
+cluster's log end, lag, the copy rate, the estimated time behind the source,
+the age of the last fetch and the last error, under a summary line such as
+"12/12 partitions mirroring, max lag 40 records, 0.2 s behind". On a terminal
+the table is redrawn in place; otherwise the frames follow each other (with
+-o json, one JSON object per line). The rate and the time behind are
+derived from successive samples: BEHIND is how long ago the source had the
+first record this cluster lacks, interpolated between the samples' source
+high watermarks; ">" marks a lower bound (the partition was already behind
+when the watch started). --timeout bounds each request.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if watch {
+				if interval <= 0 {
+					return fmt.Errorf("invalid --interval %s: must be positive", interval)
+				}
+				return f.runWatch(cmd, name, interval)
+			}
 			return f.run(cmd, func(ctx context.Context, adm *mirroradmin.Client, format outputFormat) error {
 				ms, err := adm.DescribeMirrors(ctx, name)
 				if err != nil {
@@ -305,6 +371,9 @@ func newMirrorDescribeCommand(f *mirrorFlags) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "refresh a live table of the partitions until Ctrl-C")
+	cmd.Flags().DurationVar(&interval, "interval", defaultWatchInterval, "with --watch, how often to refresh")
+	return cmd
 }
 
 // hiddenValue stands for a secret's value in describe output.
