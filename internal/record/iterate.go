@@ -124,6 +124,18 @@ const maxPooledScratch = 4 << 20
 
 func getScratch() *[]byte { return scratchBuffers.Get().(*[]byte) }
 
+// keepScratch keeps data, the records section recordsData returned for
+// batch, as the scratch buffer for the next caller (it may have grown),
+// unless it is the batch's own payload: an empty compressed batch is not
+// decompressed, and a scratch buffer aliasing the caller's memory (whose
+// capacity may reach into the bytes after the batch) would let the next
+// decompression overwrite them.
+func keepScratch(scratch *[]byte, batch, data []byte) {
+	if len(batch) > HeaderSize {
+		*scratch = data
+	}
+}
+
 func putScratch(b *[]byte) {
 	if cap(*b) > maxPooledScratch {
 		return

@@ -40,7 +40,7 @@ func ValidateRecords(batch []byte, strictOffsets bool, maxDecompressed int) erro
 		return err
 	}
 	if h.Codec() != CodecNone {
-		*scratch = data // keep the grown buffer for the next caller
+		keepScratch(scratch, batch, data)
 	}
 	prev := int32(-1)
 	it := recordIter{h: h, data: data}

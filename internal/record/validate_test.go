@@ -180,3 +180,42 @@ func TestVarints(t *testing.T) {
 		t.Errorf("11-byte varlong: n = %d, want < 0", n)
 	}
 }
+
+// An empty compressed batch is not decompressed: the scratch buffer must
+// not become an alias of the caller's memory, or the next decompression
+// would write past the batch into whatever follows it.
+func TestValidateRecordsEmptyCompressedBatchLendsNoMemory(t *testing.T) {
+	empty, err := Build(BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(empty) != HeaderSize {
+		t.Fatalf("empty batch of %d bytes", len(empty))
+	}
+	empty[AttributesPos+1] |= byte(CodecLZ4)
+	putCRC(empty)
+	mem := bytes.Repeat([]byte{0xAA}, 4<<20)
+	copy(mem, empty)
+	batch := mem[:HeaderSize] // its capacity reaches into mem
+	other := validateTestBatch(t, 1000, CodecLZ4)
+	for range 20 {
+		if err := ValidateRecords(batch, false, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := ValidateRecords(other, true, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(mem[HeaderSize:], bytes.Repeat([]byte{0xAA}, len(mem)-HeaderSize)) {
+		t.Fatal("decompression wrote into the memory after an empty batch")
+	}
+}
+
+func validateTestBatch(t *testing.T, n int, codec Codec) []byte {
+	t.Helper()
+	batch, err := Build(BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: codec}, benchRecords(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}
