@@ -75,6 +75,28 @@ func BenchmarkForEachRecord1KiB(b *testing.B) {
 	}
 }
 
+// BenchmarkScanRecords1KiB is BenchmarkForEachRecord1KiB for the
+// allocation-free walk a leader's validation uses.
+func BenchmarkScanRecords1KiB(b *testing.B) {
+	for _, c := range allCodecs {
+		batch := benchBatch(b, 1000, c)
+		raw := 0
+		for _, r := range benchRecords(1000) {
+			raw += recordSize(&r)
+		}
+		b.Run(c.String(), func(b *testing.B) {
+			b.SetBytes(int64(raw))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if err := ScanRecords(batch, 0, func(RecordMeta) error { n++; return nil }); err != nil || n != 1000 {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkValidateRecords(b *testing.B) {
 	for _, c := range allCodecs {
 		batch := benchBatch(b, 1000, c)

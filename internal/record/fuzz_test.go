@@ -88,6 +88,7 @@ func exerciseBatch(t *testing.T, batch []byte) {
 	if lenientErr == nil && recsErr != nil {
 		t.Fatalf("valid batch but Records failed: %v", recsErr)
 	}
+	checkScanAgrees(t, batch, recs, recsErr)
 	_, _ = ControlTypeOf(batch)
 	_, _ = ParseEndTxnMarker(batch)
 	if !bytes.Equal(batch, orig) {
