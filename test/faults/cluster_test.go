@@ -120,14 +120,14 @@ func startCluster(t *testing.T, roles []string, props map[string]string) *procCl
 			listeners = append(listeners, fmt.Sprintf("CONTROLLER://127.0.0.1:%d", n.cport))
 		}
 		maps.Copy(p, map[string]string{
-			"node.id":                         strconv.Itoa(int(n.id)),
-			"process.roles":                   n.roles,
-			"listeners":                       strings.Join(listeners, ","),
-			"inter.broker.listener.name":      "PLAINTEXT",
-			"controller.listener.names":       "CONTROLLER",
-			"listener.security.protocol.map":  "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-			"controller.quorum.voters":        strings.Join(voters, ","),
-			"log.dirs":                        n.logDir(),
+			"node.id":                        strconv.Itoa(int(n.id)),
+			"process.roles":                  n.roles,
+			"listeners":                      strings.Join(listeners, ","),
+			"inter.broker.listener.name":     "PLAINTEXT",
+			"controller.listener.names":      "CONTROLLER",
+			"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+			"controller.quorum.voters":       strings.Join(voters, ","),
+			"log.dirs":                       n.logDir(),
 		})
 		n.file = testcluster.WriteProperties(t, n.dir, p)
 	}
