@@ -107,8 +107,14 @@ func validateLeaderBatch(b []byte, cfg LogConfig, origin AppendOrigin, nowMs int
 		return inBatch{}, false, err
 	}
 	recompress := !keep && !h.IsControl() && h.Codec() != target
-	v := recordValidator{cfg: cfg, nowMs: nowMs, h: h, keepRecords: recompress}
-	if err := record.ForEachRecord(b, maxDecompressed, v.check); err != nil {
+	v := recordValidator{cfg: cfg, nowMs: nowMs, h: h}
+	if recompress {
+		// The records are rebuilt: decode them whole and keep them.
+		err = record.ForEachRecord(b, maxDecompressed, v.keep)
+	} else {
+		err = record.ScanRecords(b, maxDecompressed, v.check)
+	}
+	if err != nil {
 		return inBatch{}, false, err
 	}
 	if v.n != int(h.NumRecords) {
@@ -172,21 +178,29 @@ func checkLeaderBatchHeader(h record.Header, origin AppendOrigin) error {
 
 // recordValidator checks each record of a leader batch.
 type recordValidator struct {
-	cfg         LogConfig
-	nowMs       int64
-	h           record.Header
-	keepRecords bool
+	cfg   LogConfig
+	nowMs int64
+	h     record.Header
 
 	n     int
 	maxTs int64
-	recs  []record.Record
+	recs  []record.Record // kept by keep, for recompression
 }
 
-func (v *recordValidator) check(r record.Record) error {
+// keep checks r and keeps it.
+func (v *recordValidator) keep(r record.Record) error {
+	if err := v.check(record.RecordMeta{TimestampDelta: r.TimestampDelta, OffsetDelta: r.OffsetDelta, NullKey: r.Key == nil}); err != nil {
+		return err
+	}
+	v.recs = append(v.recs, r)
+	return nil
+}
+
+func (v *recordValidator) check(r record.RecordMeta) error {
 	if r.OffsetDelta != int32(v.n) {
 		return fmt.Errorf("record %d has offset delta %d: %w", v.n, r.OffsetDelta, kerr.InvalidRecord)
 	}
-	if v.cfg.CleanupPolicy.Compact && r.Key == nil && !v.h.IsControl() {
+	if v.cfg.CleanupPolicy.Compact && r.NullKey && !v.h.IsControl() {
 		return fmt.Errorf("compacted topic cannot accept a record without a key: %w", kerr.InvalidRecord)
 	}
 	ts := v.h.BaseTimestamp + r.TimestampDelta
@@ -200,9 +214,6 @@ func (v *recordValidator) check(r record.Record) error {
 		}
 	} else if v.h.TimestampType() == record.LogAppendTime {
 		return fmt.Errorf("producers may not set the LogAppendTime timestamp type: %w", kerr.InvalidTimestamp)
-	}
-	if v.keepRecords {
-		v.recs = append(v.recs, r)
 	}
 	v.n++
 	return nil
