@@ -299,28 +299,40 @@ func (n *procNode) resume() {
 	n.c.t.Logf("node %d resumed", n.id)
 }
 
-// stopAll stops every running node cleanly, all at once (a controlled
-// shutdown that finds no controller gives up after the session timeout).
+// stopAll stops every running node cleanly: broker-only nodes first, so
+// that their controlled shutdowns find a controller, then the others all
+// at once (the controlled shutdown of the last combined node finds no
+// quorum and gives up after broker.session.timeout.ms).
 func (c *procCluster) stopAll() {
 	c.t.Helper()
-	var procs []*testcluster.Process
+	var first, then []*procNode
 	for _, n := range c.nodes {
-		n.mu.Lock()
-		p, paused := n.proc, n.paused
-		n.proc, n.paused = nil, false
-		n.mu.Unlock()
-		if p == nil {
-			continue
+		if n.roles == brokerOnly {
+			first = append(first, n)
+		} else {
+			then = append(then, n)
 		}
-		p.Signal(syscall.SIGTERM)
-		if paused {
-			p.Signal(syscall.SIGCONT)
-		}
-		procs = append(procs, p)
 	}
-	for _, p := range procs {
-		if code := p.Wait(stopTimeout); code != 0 {
-			c.t.Fatalf("a node exited %d after SIGTERM\n%s", code, p.Output())
+	for _, group := range [][]*procNode{first, then} {
+		var procs []*testcluster.Process
+		for _, n := range group {
+			n.mu.Lock()
+			p, paused := n.proc, n.paused
+			n.proc, n.paused = nil, false
+			n.mu.Unlock()
+			if p == nil {
+				continue
+			}
+			p.Signal(syscall.SIGTERM)
+			if paused {
+				p.Signal(syscall.SIGCONT)
+			}
+			procs = append(procs, p)
+		}
+		for _, p := range procs {
+			if code := p.Wait(stopTimeout); code != 0 {
+				c.t.Fatalf("a node exited %d after SIGTERM\n%s", code, p.Output())
+			}
 		}
 	}
 }
