@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/pkg/mirroradmin"
 )
 
@@ -99,6 +102,9 @@ type watchSummary struct {
 	TopicsPending int `json:"topics_without_partition_status"`
 	// MaxLag is the greatest known lag, -1 when no lag is known.
 	MaxLag int64 `json:"max_lag"`
+	// LagUnknown counts the partitions whose lag is not known (no fetch
+	// from the source yet): MaxLag does not cover them.
+	LagUnknown int `json:"partitions_with_unknown_lag"`
 	// SecondsBehind is the greatest known estimate, nil when none is.
 	SecondsBehind    *float64 `json:"seconds_behind"`
 	BehindAtLeast    bool     `json:"seconds_behind_is_lower_bound,omitempty"`
@@ -260,6 +266,9 @@ func summarizeRows(rows []watchRow) watchSummary {
 		if r.Lag > s.MaxLag {
 			s.MaxLag = r.Lag
 		}
+		if r.Lag < 0 {
+			s.LagUnknown++
+		}
 		if r.RecordsPerSecond != nil {
 			s.RecordsPerSecond += *r.RecordsPerSecond
 		}
@@ -288,9 +297,12 @@ func (s watchSummary) String() string {
 	if others := s.otherStates(mirroradmin.StateMirroring.String()); others != "" {
 		fmt.Fprintf(&b, " (%s)", others)
 	}
-	if s.MaxLag < 0 {
+	switch {
+	case s.MaxLag < 0:
 		b.WriteString(", lag unknown")
-	} else {
+	case s.LagUnknown > 0:
+		fmt.Fprintf(&b, ", max lag %d %s (%d unknown)", s.MaxLag, plural(s.MaxLag, "record", "records"), s.LagUnknown)
+	default:
 		fmt.Fprintf(&b, ", max lag %d %s", s.MaxLag, plural(s.MaxLag, "record", "records"))
 	}
 	if s.SecondsBehind != nil {
@@ -528,6 +540,10 @@ type sampler struct {
 	timeout time.Duration // per request
 	tracker *watchTracker
 	now     func() time.Time
+	// source, when set, is a client of the source cluster: the lag is
+	// then measured against the source's end offsets as of this sample
+	// instead of the high watermark of the mirror's last fetch.
+	source *kadm.Client
 }
 
 // errMirrorGone is a sample that cannot succeed by retrying.
@@ -558,7 +574,102 @@ func (s *sampler) sample(ctx context.Context) (watchFrame, error) {
 		}
 		return watchFrame{}, fmt.Errorf("%w %s: %w", errMirrorGone, s.name, m.Err)
 	}
+	if s.source != nil {
+		if err := s.sourceEnds(rctx, m); err != nil {
+			if ctx.Err() != nil {
+				return watchFrame{}, ctx.Err()
+			}
+			return s.tracker.failed(now, fmt.Errorf("source end offsets: %w", err)), nil
+		}
+	}
 	return s.tracker.observe(now, m), nil
+}
+
+// sourceEnds replaces the source high watermarks of m's partitions, which
+// date from each partition's last fetch, with the source's end offsets
+// now, and the lags with the distance to them. The mirror's figure can be
+// stale (a throttled or backing-off fetcher, a source partition that stopped
+// changing): after the producers stop, only the source can say that
+// nothing is missing.
+func (s *sampler) sourceEnds(ctx context.Context, m mirroradmin.Mirror) error {
+	var topics []string
+	for _, t := range m.Topics {
+		if len(s.tracker.topics) == 0 || slices.Contains(s.tracker.topics, t.Name) {
+			topics = append(topics, t.Name)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	ends, err := s.source.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return err
+	}
+	for _, t := range m.Topics {
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			end, ok := ends.Lookup(t.Name, p.Partition)
+			if !ok || end.Err != nil {
+				p.SourceHighWatermark, p.Lag = -1, -1
+				continue
+			}
+			p.SourceHighWatermark, p.Lag = end.Offset, -1
+			if p.DestinationLogEndOffset >= 0 {
+				p.Lag = max(0, end.Offset-p.DestinationLogEndOffset)
+			}
+		}
+	}
+	return nil
+}
+
+// sourceFlags name the source cluster for wait's --source-bootstrap.
+type sourceFlags struct {
+	bootstrap     string
+	commandConfig string
+}
+
+func (f *sourceFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.bootstrap, "source-bootstrap", "",
+		"the source cluster's brokers: measure the lag against the source's end offsets now, not the mirror's last fetch")
+	cmd.Flags().StringVar(&f.commandConfig, "source-command-config", "",
+		"client properties file for a secured source cluster (as --command-config)")
+}
+
+// client returns a client of the source cluster, nil without
+// --source-bootstrap.
+func (f *sourceFlags) client() (*kgo.Client, error) {
+	if f.bootstrap == "" {
+		if f.commandConfig != "" {
+			return nil, errors.New("--source-command-config needs --source-bootstrap")
+		}
+		return nil, nil
+	}
+	seeds := strings.Split(f.bootstrap, ",")
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...)}
+	if f.commandConfig != "" {
+		text, err := os.ReadFile(f.commandConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--source-command-config: %w", err)
+		}
+		list, err := config.ParseProperties(string(text))
+		if err != nil {
+			return nil, fmt.Errorf("--source-command-config %s: %w", f.commandConfig, err)
+		}
+		props := map[string]string{}
+		for _, p := range list {
+			props[p.Key] = p.Value
+		}
+		sec, err := clientSecurityOpts(props)
+		if err != nil {
+			return nil, fmt.Errorf("--source-command-config %s: %w", f.commandConfig, err)
+		}
+		opts = append(opts, sec...)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("source client: %w", err)
+	}
+	return cl, nil
 }
 
 // newSampler returns a sampler of the mirror name over adm.
@@ -685,6 +796,7 @@ func newMirrorWaitCommand(f *mirrorFlags) *cobra.Command {
 	var (
 		maxLag   int64
 		interval time.Duration
+		source   sourceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "wait NAME [TOPIC...] --max-lag N",
@@ -696,8 +808,16 @@ watermark, showing progress on stderr; then print the summary and exit 0.
 naming what was missing (partitions not MIRRORING, the largest lag, the
 partitions' last errors).
 
-Before a planned failover, stop the producers on the source and wait for
---max-lag 0: every record the source acknowledged is then on this cluster.`,
+The lag is the mirror's own figure: the distance from this cluster's log end
+to the source's high watermark as of the partition's last fetch (see
+LAST-FETCH in describe). A fetcher that is throttled or backing off reports
+an older, smaller lag. With --source-bootstrap the command asks the source
+for its end offsets at every sample instead, which is what a planned failover
+needs: stop the producers on the source, then
+
+  kmirror mirror wait NAME --max-lag 0 --source-bootstrap SOURCE:9092
+
+returns only when every record the source holds is on this cluster.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxLag < 0 {
@@ -707,8 +827,18 @@ Before a planned failover, stop the producers on the source and wait for
 				return fmt.Errorf("invalid --interval %s: must be positive", interval)
 			}
 			name, topics := args[0], dedupe(args[1:])
+			src, err := source.client()
+			if err != nil {
+				return err
+			}
+			if src != nil {
+				defer src.Close()
+			}
 			return f.run(cmd, func(ctx context.Context, adm *mirroradmin.Client, format outputFormat) error {
 				s := f.newSampler(adm, name, topics)
+				if src != nil {
+					s.source = kadm.NewClient(src)
+				}
 				stderr := cmd.ErrOrStderr()
 				progress := &progressLine{w: stderr, tty: isTerminal(stderr)}
 				line := func(fr watchFrame) string { return "waiting for " + name + ": " + fr.Summary.String() }
@@ -726,5 +856,6 @@ Before a planned failover, stop the producers on the source and wait for
 	}
 	cmd.Flags().Int64Var(&maxLag, "max-lag", 0, "the largest lag, in records, that counts as caught up")
 	cmd.Flags().DurationVar(&interval, "interval", defaultWatchInterval, "how often to ask the cluster")
+	source.register(cmd)
 	return cmd
 }

@@ -140,6 +140,10 @@ func TestWatchSummaryAndConditions(t *testing.T) {
 	if !f.caughtUp(5) || f.caughtUp(4) {
 		t.Fatalf("caughtUp with max lag %d", f.Summary.MaxLag)
 	}
+	f = w.observe(now, mirrorOf(topicOf("orders", part(0, mirroradmin.StateMirroring, 100, 100), part(1, mirroradmin.StateMirroring, -1, 0))))
+	if got := f.Summary.String(); f.caughtUp(5) || !strings.Contains(got, "max lag 0 records (1 unknown)") {
+		t.Fatalf("a partition of unknown lag: caught up %v, summary %q", f.caughtUp(5), got)
+	}
 	f = w.observe(now, mirrorOf(topicOf("orders", part(0, mirroradmin.StateStopped, 100, 100), part(1, mirroradmin.StateStopped, 3, 3))))
 	if !f.allIn(mirroradmin.StateStopped) || f.caughtUp(100) {
 		t.Fatal("allIn(STOPPED)")
