@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/mirror/mirrorconfig"
 )
 
 // This file holds what AlterConfigs and IncrementalAlterConfigs share:
@@ -20,9 +21,9 @@ import (
 // configResource checks a request's resource and returns it. TOPIC
 // resources must name an existing topic; BROKER resources are the cluster
 // default ("") or a broker id (registered or not, as in Kafka, so that a
-// broker's configs can be set before it first starts). Other types are not
-// stored by the controller: BROKER_LOGGER is per node and MIRROR resources
-// belong to the mirror APIs.
+// broker's configs can be set before it first starts). MIRROR resources must
+// name an existing mirror (mirror_alter_configs.go). Other types are not
+// stored by the controller: BROKER_LOGGER is per node.
 func configResource(img *metadata.Image, typ kmsg.ConfigResourceType, name string) (metadata.ConfigResource, error) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
@@ -41,6 +42,8 @@ func configResource(img *metadata.Image, typ kmsg.ConfigResourceType, name strin
 			}
 		}
 		return metadata.ConfigResource{Type: metadata.ResourceBroker, Name: name}, nil
+	case kmsg.ConfigResourceType(metadata.ResourceMirror):
+		return mirrorConfigResource(img, name)
 	}
 	return metadata.ConfigResource{}, errf(kerr.InvalidRequest, "Unknown resource type %d", int8(typ))
 }
@@ -48,8 +51,11 @@ func configResource(img *metadata.Image, typ kmsg.ConfigResourceType, name strin
 // configDefinition returns the definition of a config of a resource, or
 // false when the name is unknown.
 func configDefinition(res metadata.ConfigResource, name string) (config.Definition, bool) {
-	if res.Type == metadata.ResourceTopic {
+	switch res.Type {
+	case metadata.ResourceTopic:
 		return config.TopicDefinition(name)
+	case metadata.ResourceMirror:
+		return mirrorconfig.Lookup(name)
 	}
 	if d, ok := config.BrokerDefinition(name); ok {
 		return d, true
@@ -73,6 +79,9 @@ func configDefinition(res metadata.ConfigResource, name string) (config.Definiti
 // (unlike Kafka, which ignores them) unknown names; like Kafka, every such
 // failure is INVALID_REQUEST.
 func configRecords(img *metadata.Image, res metadata.ConfigResource, changes map[string]*string) ([]metadata.Record, error) {
+	if res.Type == metadata.ResourceMirror {
+		return mirrorConfigRecords(img, res, changes)
+	}
 	current := img.Configs(res)
 	names := slices.Sorted(maps.Keys(changes))
 	if res.Type == metadata.ResourceTopic {

@@ -72,7 +72,7 @@ func TestIncrementalAlterConfigsRejects(t *testing.T) {
 	}{
 		{"unknown topic", incr(topicT, "nope", op(set, "retention.ms", ptr("1"))), kerr.UnknownTopicOrPartition, ""},
 		{"unknown resource type", incr(kmsg.ConfigResourceTypeBrokerLogger, "1", op(set, "x", ptr("1"))), kerr.InvalidRequest, "Unknown resource type"},
-		{"mirror resource", incr(kmsg.ConfigResourceType(64), "m", op(set, "x", ptr("1"))), kerr.InvalidRequest, "Unknown resource type"},
+		{"unknown mirror", incr(kmsg.ConfigResourceType(64), "m", op(set, "client.id", ptr("1"))), kerr.ResourceNotFound, `mirror "m" does not exist`},
 		{"bad broker name", incr(brokerT, "one", op(set, "log.cleaner.threads", ptr("1"))), kerr.InvalidRequest, "base 10"},
 		{"negative broker", incr(brokerT, "-1", op(set, "log.cleaner.threads", ptr("1"))), kerr.InvalidRequest, "negative"},
 		{"unknown topic config", incr(topicT, "t", op(set, "no.such", ptr("1"))), kerr.InvalidConfig, "no.such"},
