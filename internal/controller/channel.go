@@ -143,12 +143,14 @@ func (c *Channel) Close() error {
 // returns its response. A response that still says NOT_CONTROLLER when ctx
 // ends is returned as it is (the sender's own retry rules apply); an error
 // means no controller answered at all. Send strips kmirror's internal-topic
-// tag from CreateTopics requests and its leader-epoch-bump tag from
-// AlterPartition requests: only CreateInternalTopic and BumpLeaderEpoch may
-// send them.
+// tag from CreateTopics requests, its leader-epoch-bump tag from
+// AlterPartition requests and its mirror-ACL-sync tag from CreateAcls
+// requests: only CreateInternalTopic, BumpLeaderEpoch and CreateSyncedACLs
+// may send them.
 func (c *Channel) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	stripInternalTag(req)
 	stripLeaderEpochBump(req)
+	stripMirrorACLSync(req)
 	return c.send(ctx, req)
 }
 

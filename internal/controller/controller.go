@@ -324,7 +324,7 @@ func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 // Channel.BumpLeaderEpoch.
 func (c *Controller) handleLocal(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	ct, ok := req.(*kmsg.CreateTopicsRequest)
-	return c.serve(ctx, req, ok && hasInternalTag(ct) || isLeaderEpochBump(req))
+	return c.serve(ctx, req, ok && hasInternalTag(ct) || isLeaderEpochBump(req) || isMirrorACLSync(req))
 }
 
 // APIs returns the APIs the controller listener serves.
@@ -350,6 +350,12 @@ func (c *Controller) handleWire(ctx context.Context, rc *wire.RequestContext, re
 			stripLeaderEpochBump(req)
 		}
 	}
+	if isMirrorACLSync(req) {
+		internal = rc != nil && slices.Contains(c.cfg.ControllerListenerNames, rc.Listener)
+		if !internal {
+			stripMirrorACLSync(req)
+		}
+	}
 	resp, err := c.serve(ctx, req, internal)
 	if err != nil {
 		return nil, err
@@ -366,6 +372,9 @@ func (c *Controller) serve(ctx context.Context, req kmsg.Request, internal bool)
 		return resp, nil
 	}
 	if resp, ok := c.serveMirror(ctx, req); ok {
+		return resp, nil
+	}
+	if resp, ok := c.serveSyncedACLs(req, internal); ok {
 		return resp, nil
 	}
 	if resp, ok, err := c.serveSecurity(req); ok {
