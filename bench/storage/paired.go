@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kmirror/kmirror/internal/record"
+	"github.com/kmirror/kmirror/internal/storage"
+)
+
+// The command measures each scenario in paired runs: within one run, every
+// log operation is timed right next to the raw operation on the same bytes
+// (their order alternating), and each side's time is summed. On a machine
+// shared with other jobs the load changes from second to second; pairing
+// the operations makes both sides see the same load, so their ratio is far
+// steadier than that of separate raw and log runs (what the Go benchmarks
+// in storage_test.go do).
+
+// sides is the time each side of a paired run spent and the bytes it moved.
+type sides struct {
+	raw, log time.Duration
+	bytes    int64
+}
+
+func (s sides) rawMBps() float64 { return float64(s.bytes) / s.raw.Seconds() / 1e6 }
+func (s sides) logMBps() float64 { return float64(s.bytes) / s.log.Seconds() / 1e6 }
+
+// timed runs f and adds its duration to *d.
+func timed(d *time.Duration, f func() error) error {
+	start := time.Now()
+	err := f()
+	*d += time.Since(start)
+	return err
+}
+
+// pairedAppend appends sc.appends batches to a fresh log and pwrites the
+// same bytes to a fresh raw file in the same directory (with an fdatasync
+// per write when sc.sync, like flush.messages=1), one of each in turn.
+func pairedAppend(sc scenario, dir string) (sides, error) {
+	batch := makeBatch(sc.batchRecs)
+	logDir := filepath.Join(dir, "log")
+	l, err := openLog(logDir, sc.sync)
+	if err != nil {
+		return sides{}, err
+	}
+	defer l.Delete()
+	rawPath := filepath.Join(dir, "raw")
+	f, err := os.OpenFile(rawPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return sides{}, err
+	}
+	defer os.Remove(rawPath)
+	defer f.Close()
+
+	var s sides
+	var pos, next int64
+	rawOp := func() error {
+		if _, err := f.WriteAt(batch, pos); err != nil {
+			return err
+		}
+		pos += int64(len(batch))
+		if sc.sync {
+			return unix.Fdatasync(int(f.Fd()))
+		}
+		return nil
+	}
+	logOp := func() error {
+		if sc.follower {
+			// The batch as a leader wrote it: offsets set, appended as is.
+			record.SetBaseOffset(batch, next)
+			next += int64(sc.batchRecs)
+			_, err := l.AppendAsFollower(batch)
+			return err
+		}
+		_, err := l.AppendAsLeader(batch, 0, storage.OriginClient)
+		return err
+	}
+	settle()
+	for i := range sc.appends {
+		if err := pairedStep(i, &s, rawOp, logOp); err != nil {
+			return s, err
+		}
+		s.bytes += int64(len(batch))
+	}
+	return s, nil
+}
+
+// pairedRead reads readBytes of data sequentially, reads of readFetch bytes
+// (whole batches, at least one) from a log and the same byte ranges with
+// pread from a raw file holding the same batches, one of each in turn, with
+// both in the page cache.
+func pairedRead(sc scenario, dir string) (sides, error) {
+	batch := makeBatch(sc.batchRecs)
+	l, err := openLog(filepath.Join(dir, "readlog"), false)
+	if err != nil {
+		return sides{}, err
+	}
+	defer l.Delete()
+	rawPath := filepath.Join(dir, "readraw")
+	f, err := os.OpenFile(rawPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return sides{}, err
+	}
+	defer os.Remove(rawPath)
+	defer f.Close()
+	var size int64
+	for l.Size() < readBytes {
+		if _, err := l.AppendAsLeader(batch, 0, storage.OriginClient); err != nil {
+			return sides{}, err
+		}
+		if _, err := f.WriteAt(batch, size); err != nil {
+			return sides{}, err
+		}
+		size += int64(len(batch))
+	}
+	// One pass over the data warms the page cache of both files the same
+	// way and records the ranges the log returns (whole batches), which the
+	// measured reads then cycle through, log and raw alike.
+	type fetch struct {
+		offset, pos int64
+		n           int
+	}
+	var fetches []fetch
+	logBuf := make([]byte, 0, 2*len(batch)+readFetch)
+	rawBuf := make([]byte, 2*len(batch)+readFetch)
+	var cur fetch
+	logOp := func() error {
+		res, err := l.Read(cur.offset, readFetch, storage.FetchLogEnd, true)
+		if err != nil {
+			return err
+		}
+		logBuf, err = res.AppendTo(logBuf[:0])
+		res.Release()
+		if err == nil && len(logBuf) != cur.n {
+			err = fmt.Errorf("read at offset %d returned %d bytes, want %d", cur.offset, len(logBuf), cur.n)
+		}
+		return err
+	}
+	rawOp := func() error {
+		_, err := f.ReadAt(rawBuf[:cur.n], cur.pos)
+		return err
+	}
+	for off, pos := int64(0), int64(0); off < l.LogEndOffset(); {
+		res, err := l.Read(off, readFetch, storage.FetchLogEnd, true)
+		if err != nil {
+			return sides{}, err
+		}
+		logBuf, err = res.AppendTo(logBuf[:0])
+		res.Release()
+		if err != nil {
+			return sides{}, err
+		}
+		if len(logBuf) == 0 {
+			return sides{}, fmt.Errorf("read at offset %d returned nothing", off)
+		}
+		cur = fetch{offset: off, pos: pos, n: len(logBuf)}
+		if err := rawOp(); err != nil {
+			return sides{}, err
+		}
+		fetches = append(fetches, cur)
+		off += int64(cur.n/len(batch)) * int64(sc.batchRecs)
+		pos += int64(cur.n)
+	}
+	settle()
+	var s sides
+	for i := range reads {
+		cur = fetches[i%len(fetches)]
+		if err := pairedStep(i, &s, rawOp, logOp); err != nil {
+			return s, err
+		}
+		s.bytes += int64(cur.n)
+	}
+	return s, nil
+}
+
+// pairedStep runs one raw and one log operation, alternating which goes
+// first so that neither always finds the other's after-effects (a warm
+// cache, a queued writeback).
+func pairedStep(i int, s *sides, rawOp, logOp func() error) error {
+	if i%2 == 0 {
+		if err := timed(&s.raw, rawOp); err != nil {
+			return fmt.Errorf("raw: %w", err)
+		}
+		return timed(&s.log, logOp)
+	}
+	if err := timed(&s.log, logOp); err != nil {
+		return err
+	}
+	if err := timed(&s.raw, rawOp); err != nil {
+		return fmt.Errorf("raw: %w", err)
+	}
+	return nil
+}
