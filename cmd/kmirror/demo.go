@@ -640,19 +640,43 @@ func (d *demo) produceOnB(ctx context.Context, cl *kgo.Client) (string, error) {
 func (d *demo) carryGroupOver(ctx context.Context, admA, admB *kadm.Client, committed map[int32]int64) error {
 	sctx, cancel := stepContext(ctx)
 	defer cancel()
-	d.printf("Consumer group %q moves to B. kmirror does not sync group offsets yet, so the demo", demoGroup)
-	d.printf("commits on B the offsets the group committed on A — the same numbers are the same")
-	d.printf("records on both clusters — as the mirror's group-offset sync will do by itself.")
-	offsets := kadm.Offsets{}
+	onB := map[int32]int64{}
+	if offs, err := admB.FetchOffsets(sctx, demoGroup); err == nil {
+		offs.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == demoTopic && o.Err == nil && o.At >= 0 {
+				onB[o.Partition] = o.At
+			}
+		})
+	}
+	synced := len(committed) > 0
 	for p, o := range committed {
-		offsets.Add(kadm.Offset{Topic: demoTopic, Partition: p, At: o, LeaderEpoch: -1})
+		synced = synced && onB[p] == o
 	}
-	resp, err := admB.CommitOffsets(sctx, demoGroup, offsets)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("commit the group's offsets on B: %w", err)
+	switch {
+	case synced:
+		d.printf("Consumer group %q moves to B: the mirror's group-offset sync already copied the", demoGroup)
+		d.printf("offsets it committed on A — the same numbers are the same records on both clusters.")
+	default:
+		if len(onB) == 0 {
+			d.printf("Consumer group %q moves to B. B holds no offsets of the group: the mirror did not", demoGroup)
+			d.printf("sync them (this build does not, or its periodic sync had not run yet).")
+		} else {
+			d.printf("Consumer group %q moves to B. B holds older offsets of the group (%s):", demoGroup, formatOffsets(onB))
+			d.printf("the mirror syncs them periodically, and A's last commit came after.")
+		}
+		d.printf("So the demo commits on B the offsets the group committed on A itself — the same")
+		d.printf("numbers are the same records on both clusters.")
+		offsets := kadm.Offsets{}
+		for p, o := range committed {
+			offsets.Add(kadm.Offset{Topic: demoTopic, Partition: p, At: o, LeaderEpoch: -1})
+		}
+		resp, err := admB.CommitOffsets(sctx, demoGroup, offsets)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("commit the group's offsets on B: %w", err)
+		}
 	}
 	ends, err := admB.ListEndOffsets(sctx, demoTopic)
 	if err == nil {
