@@ -31,14 +31,28 @@ func ScanRecords(batch []byte, maxDecompressed int, fn func(RecordMeta) error) e
 	if err != nil {
 		return err
 	}
-	data := batch[HeaderSize:]
-	if h.Codec() != CodecNone {
+	return ScanPayload(h, batch[HeaderSize:], maxDecompressed, fn)
+}
+
+// ScanPayload is ScanRecords for a batch whose header h was parsed and
+// checked before (a known codec, non-negative counts, the batch's length
+// field matching its size): payload is the batch after its header. It reads
+// none of the header's bytes, so the caller may rewrite fields outside the
+// records (the base offset, the leader epoch) while it runs.
+func ScanPayload(h Header, payload []byte, maxDecompressed int, fn func(RecordMeta) error) error {
+	if !h.Codec().valid() || h.NumRecords < 0 {
+		return fmt.Errorf("batch at offset %d: invalid header (codec %d, %d records): %w", h.BaseOffset, int8(h.Codec()), h.NumRecords, ErrCorrupt)
+	}
+	data := payload
+	if h.Codec() != CodecNone && !(len(payload) == 0 && h.NumRecords == 0) {
 		scratch := getScratch()
 		defer putScratch(scratch)
-		if data, err = recordsData(h, batch, *scratch, maxDecompressed); err != nil {
-			return err
+		out, err := decompressAppend(h.Codec(), (*scratch)[:0], payload, maxDecompressed)
+		if err != nil {
+			return fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 		}
-		keepScratch(scratch, batch, data)
+		*scratch = out // keep a grown buffer for the next caller
+		data = out
 	}
 	pos := 0
 	for i := 0; i < int(h.NumRecords); i++ {

@@ -177,3 +177,31 @@ func TestScanRecordsEmptyCompressedBatchLendsNoMemory(t *testing.T) {
 		t.Fatal("decompression wrote into the memory after an empty batch")
 	}
 }
+
+// ScanPayload works from the parsed header alone, so that a leader can
+// stamp offsets into the batch's header while its records are scanned.
+func TestScanPayloadReadsNoHeaderBytes(t *testing.T) {
+	for _, codec := range allCodecs {
+		batch := scanTestBatch(t, 20, codec)
+		h, err := ParseHeader(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(batch[:HeaderSize]) // what is left of the header is garbage
+		n := 0
+		if err := ScanPayload(h, batch[HeaderSize:], 0, func(m RecordMeta) error {
+			if m.OffsetDelta != int32(n) {
+				t.Fatalf("%s: record %d has offset delta %d", codec, n, m.OffsetDelta)
+			}
+			n++
+			return nil
+		}); err != nil || n != 20 {
+			t.Fatalf("%s: %d records, %v", codec, n, err)
+		}
+	}
+	var bad Header
+	bad.Attributes = 7 // no such codec
+	if err := ScanPayload(bad, nil, 0, func(RecordMeta) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("unknown codec: %v", err)
+	}
+}
