@@ -2,10 +2,16 @@
 // run: a source node A holds a topic pre-filled with lz4 batches of 1 KiB
 // records, and each run measures
 //
+//   - fetch:    raw Fetch requests reading the whole topic from A, one in
+//     flight, without decoding a record (what A serves to one sequential
+//     fetcher);
 //   - consumer: a franz-go consumer reading the whole topic from A (the
-//     fetch limit: no copy can be faster than reading the source);
-//   - mirror:   a fresh node B mirroring the topic, from the CreateMirror
-//     request until B's log ends equal A's;
+//     fetch limit a user sees: no copy can be much faster than reading
+//     the source);
+//   - mirror:   a fresh node B mirroring the topic, from the
+//     AddTopicsToMirror request until B's log ends equal A's (the mirror
+//     itself is created first, untimed: the first mirror of a cluster
+//     also creates __mirror_state);
 //   - copier:   a MirrorMaker-style consume-then-produce copier written with
 //     franz-go, from A into a fresh node C;
 //
@@ -47,9 +53,10 @@ type options struct {
 	mirrorProfile  string
 	caseTimeout    time.Duration
 	failoverRecord int
+	nodeLog        slog.Level
 }
 
-var allTargets = []string{"consumer", "mirror", "copier", "failover"}
+var allTargets = []string{"fetch", "consumer", "mirror", "copier", "failover"}
 
 func parseFlags() (options, error) {
 	var o options
@@ -65,6 +72,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&bcfg, "b-config", "", "extra broker properties of the mirroring node B, KEY=VALUE,...")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole invocation to this file")
 	flag.StringVar(&o.mirrorProfile, "mirror-cpuprofile", "", "write a CPU profile of the first run's mirror catch-up to this file")
+	flag.TextVar(&o.nodeLog, "node-log", slog.LevelWarn, "least level of the nodes' logs printed (debug, info, warn, error)")
 	flag.DurationVar(&o.caseTimeout, "case-timeout", 10*time.Minute, "give up on one measurement after this long")
 	flag.Parse()
 	o.targets = strings.Split(targets, ",")
@@ -109,7 +117,7 @@ const (
 
 func run(o options) (err error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: o.nodeLog}))
 	if o.dir == "" {
 		d, err := os.MkdirTemp("", "kmirror-bench-mirror-*")
 		if err != nil {
@@ -181,7 +189,15 @@ func run(o options) (err error) {
 func measureRun(o options, r int, a *node, ends []int64, records int, payload int64, rep *report, logger, quiet *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.caseTimeout)
 	defer cancel()
-	var cons, mir, cop time.Duration
+	var fetch, cons, mir, cop time.Duration
+	if slices.Contains(o.targets, "fetch") {
+		d, err := fetchAll(ctx, a.addr, topic, ends)
+		if err != nil {
+			return fmt.Errorf("fetch: %w", err)
+		}
+		fetch = d
+		logger.Info("fetch", "took", d.Round(time.Millisecond), "MB/s", fmt.Sprintf("%.0f", mbps(payload, d)))
+	}
 	if slices.Contains(o.targets, "consumer") {
 		d, err := consumeAll(ctx, a.addr, topic, records)
 		if err != nil {
@@ -198,6 +214,11 @@ func measureRun(o options, r int, a *node, ends []int64, records int, payload in
 			return err
 		}
 		defer b.close()
+		d, err := createMirror(ctx, a, b, "bench")
+		if err != nil {
+			return err
+		}
+		rep.createMirror = append(rep.createMirror, d.Seconds())
 	}
 	if slices.Contains(o.targets, "mirror") {
 		if r == 1 && o.mirrorProfile != "" {
@@ -210,7 +231,7 @@ func measureRun(o options, r int, a *node, ends []int64, records int, payload in
 				return fmt.Errorf("-mirror-cpuprofile: %w", err)
 			}
 		}
-		d, setup, err := mirrorCatchUp(ctx, a, b, topic, ends)
+		d, setup, err := mirrorCatchUp(ctx, b, "bench", topic, ends)
 		if r == 1 && o.mirrorProfile != "" {
 			pprof.StopCPUProfile()
 		}
@@ -239,14 +260,14 @@ func measureRun(o options, r int, a *node, ends []int64, records int, payload in
 		logger.Info("copier", "took", d.Round(time.Millisecond), "MB/s", fmt.Sprintf("%.0f", mbps(payload, d)))
 	}
 	if slices.Contains(o.targets, "failover") {
-		d, err := failoverTime(ctx, a, b, "failover", failoverTopic, int32(o.failoverParts))
+		d, err := failoverTime(ctx, a, b, "bench", failoverTopic, int32(o.failoverParts))
 		if err != nil {
 			return fmt.Errorf("failover: %w", err)
 		}
 		rep.failover = append(rep.failover, d.Seconds())
 		logger.Info("failover", "partitions", o.failoverParts, "took", d.Round(time.Millisecond))
 	}
-	rep.add(payload, cons, mir, cop)
+	rep.add(payload, fetch, cons, mir, cop)
 	return nil
 }
 
