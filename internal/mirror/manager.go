@@ -116,6 +116,10 @@ type ManagerDeps struct {
 	// second for all mirror fetchers of the broker, <= 0 unlimited); read
 	// at every metadata update. Nil: unlimited.
 	ThrottleRate func() int64
+	// Sync is what the periodic sync of configs, partitions, group
+	// offsets and ACLs needs (sync_*.go); without Sync.Controller it does
+	// not run.
+	Sync SyncDeps
 }
 
 // Manager is the mirror metadata manager of a broker: a metadata.Publisher
@@ -140,6 +144,7 @@ type Manager struct {
 	img     *metadata.Image
 	sources map[string]*source
 	drivers map[storage.TopicPartition]*driver
+	syncs   *syncRunner // nil without SyncDeps.Controller
 
 	wg sync.WaitGroup
 }
@@ -155,14 +160,16 @@ func NewManager(cfg ManagerConfig, deps ManagerDeps) (*Manager, error) {
 	if deps.ThrottleRate != nil {
 		rate = deps.ThrottleRate()
 	}
-	return &Manager{
+	m := &Manager{
 		cfg: cfg, deps: deps,
 		log:     cfg.Logger.With("component", "mirror-manager"),
 		limiter: replication.NewRateLimiter(rate),
 		img:     metadata.EmptyImage(),
 		sources: map[string]*source{},
 		drivers: map[storage.TopicPartition]*driver{},
-	}, nil
+	}
+	m.syncs = newSyncRunner(m)
+	return m, nil
 }
 
 // Name implements metadata.Publisher.
@@ -179,6 +186,7 @@ func (m *Manager) Close() {
 	srcs := m.sources
 	m.sources = map[string]*source{}
 	m.mu.Unlock()
+	m.syncs.close()
 	for _, d := range srcs {
 		d.close()
 	}
@@ -239,6 +247,7 @@ func (m *Manager) OnMetadataUpdate(delta *metadata.Delta, img *metadata.Image) {
 	for _, tp := range slices.SortedFunc(maps.Keys(todo), compareTP) {
 		m.evaluateLocked(img, mirrors, tp, todo[tp])
 	}
+	m.syncs.update(delta, img)
 }
 
 // topicsOfMirror lists the topics whose mirror.name refers to the mirror,
