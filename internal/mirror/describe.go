@@ -18,8 +18,7 @@ import (
 )
 
 // SyncKinds are the periodic synchronisations a mirror reports in
-// DescribeMirrors. Their figures are placeholders (never run) until the
-// syncs exist (issue 7).
+// DescribeMirrors, in the order a sync round runs them (sync_mirror.go).
 var SyncKinds = []string{"configs", "partitions", "group-offsets", "acls"}
 
 // Describer serves DescribeMirrors (99) on a broker. Configs and topics come
@@ -113,9 +112,7 @@ func (s *Describer) handle(ctx context.Context, _ *wire.RequestContext, kreq kms
 			}
 			m.Topics = append(m.Topics, t)
 		}
-		for _, k := range SyncKinds {
-			m.Syncs = append(m.Syncs, wire.DescribeMirrorsResponseSync{Kind: k, LastSuccessMillis: -1})
-		}
+		m.Syncs = s.syncStatus(ctx, img, name)
 		resp.Mirrors = append(resp.Mirrors, m)
 	}
 	if !req.IncludePartitions {
@@ -212,15 +209,19 @@ func (s *Describer) ask(ctx context.Context, img *metadata.Image, leader int32, 
 }
 
 // local answers a local-only request: the partitions of the mirrors whose
-// drivers run on this broker, with their live figures.
+// drivers run on this broker, with their live figures (when the request
+// includes partitions), and the syncs of the mirrors this broker runs.
 func (s *Describer) local(req *wire.DescribeMirrorsRequest) *wire.DescribeMirrorsResponse {
 	resp := &wire.DescribeMirrorsResponse{Version: req.Version}
 	if s.manager == nil {
 		return resp
 	}
-	views := s.manager.describeLocal(req.MirrorNames)
+	var views []partitionView
+	if req.IncludePartitions {
+		views = s.manager.describeLocal(req.MirrorNames)
+	}
 	for _, name := range req.MirrorNames {
-		m := wire.DescribeMirrorsResponseMirror{Name: name}
+		m := wire.DescribeMirrorsResponseMirror{Name: name, Syncs: s.manager.localSyncs(name)}
 		byTopic := map[string]int{}
 		for _, v := range views {
 			if v.mirror != name {
