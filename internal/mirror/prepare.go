@@ -47,6 +47,9 @@ func (d *driver) prepare(ctx context.Context, logSource string) Event {
 		if errors.Is(err, errPermanent) {
 			return Event{Kind: EvFailed, Err: err.Error()}
 		}
+		if sourceSecurityCause(err) != "" {
+			return Event{Kind: EvFailed, Err: explainSourceError(err)}
+		}
 		d.log.Info("preparing the mirror partition failed; retrying", "error", err, "backoff", backoff)
 		t := time.NewTimer(backoff)
 		select {

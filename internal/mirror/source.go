@@ -347,8 +347,8 @@ func (s *source) needsRefresh() bool {
 			if st.State == replication.StateFenced || leaderMoved(st.LastError) {
 				need = true
 			}
-			if permanentFetchError(st.LastError) {
-				e.d.post(Event{Kind: EvFailed, Err: st.LastError.Error()})
+			if permanentFetchError(st.LastError) || sourceSecurityCause(st.LastError) != "" {
+				e.d.post(Event{Kind: EvFailed, Err: explainSourceError(st.LastError)})
 			}
 		}
 	}
