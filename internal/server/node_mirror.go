@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"strconv"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/mirror"
@@ -36,6 +38,14 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 	}, b.CoordinatorHost(), n.quorum, nil)
 	store := mirror.NewRoutedStore(cfg.NodeID, cfg.InterBrokerListenerName, n.quorum, coord, cfg.MirrorStateTopicNumPartitions, nil)
 	rm := b.Replicas()
+	// The periodic sync reaches group coordinators and partition leaders
+	// on the inter-broker listener, secured as that listener requires.
+	syncDial, err := n.dialOptions(cfg.InterBrokerListenerName)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	syncClientID := "kmirror-mirror-sync-" + strconv.Itoa(int(cfg.NodeID))
 	mgr, err := mirror.NewManager(mirror.ManagerConfig{
 		NodeID:                       cfg.NodeID,
 		ClusterID:                    n.clusterID,
@@ -55,6 +65,13 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 		Controller:   n.channel,
 		ClientOpts:   mirrorconfig.SourceClientOpts,
 		ThrottleRate: func() int64 { return rm.Config().MirrorReplicationThrottledRate },
+		Sync: mirror.SyncDeps{
+			Controller: n.channel,
+			Dial: func(ctx context.Context, addr string) (*wire.Conn, error) {
+				return wire.Dial(ctx, "tcp", addr, syncClientID, syncDial...)
+			},
+			InterBrokerListener: cfg.InterBrokerListenerName,
+		},
 	})
 	if err != nil {
 		store.Close()
