@@ -156,8 +156,12 @@ type plan struct {
 // to fetch, send it, apply the response; wait when nothing is ready.
 func (f *fetcher) run() {
 	defer f.dropEndpoint()
+	if f.cfg.Pipeline && f.cfg.ReplicaID < 0 {
+		f.runPipelined()
+		return
+	}
 	for f.ctx.Err() == nil {
-		p, nextReady := f.plan()
+		p, nextReady := f.plan(nil)
 		if p == nil {
 			f.idle(nextReady)
 			continue
@@ -252,8 +256,10 @@ func (f *fetcher) dropEndpoint() {
 
 // plan builds the next request from the partitions ready to fetch, or
 // returns nil and the time the earliest delayed partition becomes ready
-// (zero if none).
-func (f *fetcher) plan() (*plan, time.Time) {
+// (zero if none). ahead, when not nil, holds the positions partitions will
+// have once a response received but not applied yet is (pipelining); the
+// request asks from there.
+func (f *fetcher) plan(ahead map[*partition]position) (*plan, time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.cfg.Now()
@@ -301,11 +307,15 @@ func (f *fetcher) plan() (*plan, time.Time) {
 		if f.cfg.ReplicaID >= 0 {
 			logStart = st.add.Target.LogStartOffset()
 		}
-		p.want[k] = sessionParams{
-			fetchOffset: st.fetchOffset, logStartOffset: logStart, maxBytes: f.cfg.PartitionMaxBytes,
-			leaderEpoch: st.add.LeaderEpoch, lastFetchedEpoch: st.lastFetchedEpoch,
+		pos := position{offset: st.fetchOffset, lastFetchedEpoch: st.lastFetchedEpoch}
+		if a, ok := ahead[st]; ok {
+			pos = a
 		}
-		p.parts[k] = inflight{st: st, fetchOffset: st.fetchOffset}
+		p.want[k] = sessionParams{
+			fetchOffset: pos.offset, logStartOffset: logStart, maxBytes: f.cfg.PartitionMaxBytes,
+			leaderEpoch: st.add.LeaderEpoch, lastFetchedEpoch: pos.lastFetchedEpoch,
+		}
+		p.parts[k] = inflight{st: st, fetchOffset: pos.offset}
 		order = append(order, k)
 	}
 	p.session = f.session.next(p.want, order)
@@ -433,6 +443,16 @@ func (f *fetcher) failed(p *plan, err error) {
 // It returns the partitions that need their out-of-range position resolved
 // and those that were fenced.
 func (f *fetcher) apply(p *plan, resp *kmsg.FetchResponse) (resets, fenced []*partition) {
+	if !f.received(p, resp) {
+		return nil, nil
+	}
+	return f.applyData(p, resp)
+}
+
+// received records a response in the fetch session and handles its
+// top-level error; it reports whether the partitions' answers are to be
+// applied.
+func (f *fetcher) received(p *plan, resp *kmsg.FetchResponse) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.session.done(p.session, p.want, resp.ErrorCode, resp.SessionID)
@@ -449,8 +469,16 @@ func (f *fetcher) apply(p *plan, resp *kmsg.FetchResponse) (resets, fenced []*pa
 				}
 			}
 		}
-		return nil, nil
+		return false
 	}
+	return true
+}
+
+// applyData applies each partition's answer of a received response to the
+// partitions it still describes.
+func (f *fetcher) applyData(p *plan, resp *kmsg.FetchResponse) (resets, fenced []*partition) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	useIDs := p.req.Version >= 13
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {

@@ -52,7 +52,7 @@ func FuzzApplyResponse(f *testing.F) {
 		}
 		fe.add(AddPartition{TopicPartition: tpX0, TopicID: topicX, LeaderEpoch: 1, Source: srcA, Target: t0, FetchOffset: -1})
 		fe.add(AddPartition{TopicPartition: tpX1, LeaderEpoch: 1, Source: srcA, Target: &memTarget{}, FetchOffset: -1})
-		p, _ := fe.plan()
+		p, _ := fe.plan(nil)
 		if p == nil {
 			t.Fatal("no plan for ready partitions")
 		}

@@ -49,6 +49,12 @@ type Config struct {
 	NoSessions bool
 	// RackID is sent in Fetch v11+.
 	RackID string
+	// Pipeline keeps a fetch in flight while the previous response is
+	// appended (consumer fetchers only, ReplicaID < 0: a follower's fetch
+	// offset tells its leader what it holds, so it must not run ahead of
+	// its log). The Endpoint must then allow a second call, and Close,
+	// while a Fetch is in flight (a mirror's franz-go client does).
+	Pipeline bool
 	// NewEndpoint connects to a source. Required.
 	NewEndpoint func(ctx context.Context, s Source) (Endpoint, error)
 	// Limiter, when set, throttles the bytes every fetcher of the manager
