@@ -241,6 +241,10 @@ func (s *source) fetcherManager(ctx context.Context) (*replication.Manager, erro
 		RequestTimeout:    cfg.RequestTimeout,
 		FetchVersion:      info.fetchVersion,
 		IsolationLevel:    0, // READ_UNCOMMITTED: transactions are copied with their markers
+		// The source sees only a consumer: fetching ahead of the appends
+		// (replication.Config.Pipeline) is safe, and the kgo.Broker of
+		// sourceEndpoint takes concurrent requests.
+		Pipeline: true,
 		NewEndpoint: func(ctx context.Context, src replication.Source) (replication.Endpoint, error) {
 			return &sourceEndpoint{br: cl.Broker(int(src.BrokerID)), version: info.fetchVersion, limiter: s.m.limiter}, nil
 		},
