@@ -45,6 +45,7 @@ func (d *driver) stopping(ctx context.Context, logSource string) Event {
 	for {
 		err := d.stopOnce(ctx, logSource)
 		if err == nil {
+			d.pauseAt(ctx, pauseBarrierAppended)
 			return Event{Kind: EvStopped}
 		}
 		if ctx.Err() != nil {
@@ -78,6 +79,7 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	if logSource == "" {
 		return nil
 	}
+	d.pauseAt(ctx, pauseFetchersRemoved)
 	log := d.part.Log()
 	if log == nil {
 		return fmt.Errorf("%s has no local log", d.tp)
@@ -139,6 +141,7 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	if err != nil {
 		return fmt.Errorf("persist the last mirrored epoch of %s: %w", d.tp, err)
 	}
+	d.pauseAt(ctx, pauseLMEPersisted)
 	// 5.
 	rctx, cancel = context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
 	info, err := d.part.AppendInEpoch(rctx, record.BuildMirrorPIDReset(d.m.cfg.Now().UnixMilli(), d.leaderEpoch),
