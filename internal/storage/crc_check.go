@@ -2,17 +2,20 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/kmirror/kmirror/internal/record"
 )
 
 // crcCheck verifies the CRCs of an append's batches on another goroutine
-// while the appender writes them. The written bytes stay unpublished (below
-// no reader's end) until the check passes; if it fails, the segment is cut
-// back and the append refused, so the log is unchanged. A crash before the
-// check completes leaves bytes that recovery validates like any other: a bad
-// CRC is cut, a good one is a batch the follower (or producer) sent intact.
+// while the appender writes them, and for a leader's append (see
+// startBatchCheck) the rest of the batches' validation too. The written
+// bytes stay unpublished (below no reader's end) until the check passes; if
+// it fails, the segment is cut back and the append refused, so the log is
+// unchanged. A crash before the check completes leaves bytes that recovery
+// validates like any other: a bad CRC is cut, a good one is a batch the
+// follower (or producer) sent intact.
 //
 // Only bytes the CRC does not cover (base offset, partition leader epoch)
 // may be modified while the check runs, and the caller checks the header's
@@ -28,22 +31,55 @@ type crcCheck struct {
 // the speed of copying into the page cache.
 const overlapCRCBytes = 128 << 10
 
-// startCRCCheck starts verifying every batch.
-func startCRCCheck(batches [][]byte) *crcCheck {
+// errRedoSerially fails a leader's batch check when a batch's header must be
+// rewritten (its max timestamp corrected) before it is written: the append
+// is refused and made again with the batches validated first.
+var errRedoSerially = errors.New("batch header must be corrected before the write")
+
+// startCRCCheck starts verifying every batch's CRC.
+func startCRCCheck(batches [][]byte) *crcCheck { return startBatchCheck(batches, nil) }
+
+// startBatchCheck starts verifying every batch's CRC and, if walks is not
+// nil, running walks[i] once batch i's CRC passed (the batch is then in
+// this goroutine's cache). A CRC failure of any batch is the result, even
+// if an earlier walk failed: a corrupt batch is reported as such.
+func startBatchCheck(batches [][]byte, walks []func() error) *crcCheck {
 	c := &crcCheck{done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		for _, b := range batches {
-			// Only the CRC field and the bytes it covers are read: the
-			// appender may stamp the base offset and leader epoch meanwhile.
-			// (The header's structure was checked by the caller.)
-			if stored, computed := binary.BigEndian.Uint32(b[record.CRCPos:]), record.ComputeCRC(b); stored != computed {
-				c.err = fmt.Errorf("batch CRC %08x, computed %08x: %w", stored, computed, record.ErrCorrupt)
+		var walkErr error
+		for i, b := range batches {
+			if err := checkCRC(b); err != nil {
+				c.err = err
 				return
 			}
+			if walks != nil && walkErr == nil {
+				walkErr = walks[i]()
+			}
 		}
+		c.err = walkErr
 	}()
 	return c
+}
+
+// checkCRC verifies a framed batch's CRC, reading only the CRC field and
+// the bytes it covers: the appender may stamp the base offset and leader
+// epoch meanwhile. (The header's structure is checked by the caller.)
+func checkCRC(b []byte) error {
+	if stored, computed := binary.BigEndian.Uint32(b[record.CRCPos:]), record.ComputeCRC(b); stored != computed {
+		return fmt.Errorf("batch CRC %08x, computed %08x: %w", stored, computed, record.ErrCorrupt)
+	}
+	return nil
+}
+
+// checkCRCs verifies the CRC of every framed batch, in order.
+func checkCRCs(batches [][]byte) error {
+	for _, b := range batches {
+		if err := checkCRC(b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // wait returns the result of the check (nil c: nothing to check).

@@ -43,11 +43,24 @@ type AppendInfo struct {
 // an error wrapping kerr.CorruptMessage, kerr.InvalidRecord,
 // kerr.MessageTooLarge, kerr.InvalidTimestamp or a producer error, and the log
 // is unchanged. The batches may be modified in place. All batches of one call
-// are validated first and then written with one write.
+// are written with one write; a large append is validated while it is
+// written (and published only once validation passed), a smaller one
+// before.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32, origin AppendOrigin) (AppendInfo, error) {
+	info, err := l.appendAsLeader(batches, leaderEpoch, origin, true)
+	if errors.Is(err, errRedoSerially) {
+		// A header must be corrected first (nothing was appended).
+		info, err = l.appendAsLeader(batches, leaderEpoch, origin, false)
+	}
+	return info, err
+}
+
+// appendAsLeader is AppendAsLeader, validating a large append while it is
+// written if overlap allows (see validateLeaderInput).
+func (l *Log) appendAsLeader(batches []byte, leaderEpoch int32, origin AppendOrigin, overlap bool) (AppendInfo, error) {
 	cfg := l.Config()
 	now := l.now()
-	in, rebuilt, crc, err := validateLeaderInput(l.tp, batches, cfg, origin, now.UnixMilli(), l.maxDecompressed())
+	in, rebuilt, crc, err := validateLeaderInput(l.tp, batches, cfg, origin, now.UnixMilli(), l.maxDecompressed(), overlap)
 	if err != nil {
 		return AppendInfo{}, err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 
@@ -528,4 +530,162 @@ func TestLeaderValidationReusesDecompressionBuffers(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > rounds*fresh/2 {
 		t.Errorf("%d appends of a %d-byte lz4 batch allocated %d bytes; decompressing it once allocates %d", rounds, len(batch), got, fresh)
 	}
+}
+
+// TestLargeLeaderAppendValidatedWhileWritten covers appends big enough to be
+// validated while they are written: every record rule still refuses the
+// append with its error, the log (and its file) unchanged, and a bad CRC
+// is reported before anything the record walk finds.
+func TestLargeLeaderAppendValidatedWhileWritten(t *testing.T) {
+	clk := newTestClock()
+	now := clk.Ms()
+	large := func(codec record.Codec, mutate func([]record.Record)) []byte {
+		rng := rand.New(rand.NewPCG(1, 2))
+		recs := make([]record.Record, 300)
+		for i := range recs {
+			v := make([]byte, 1000)
+			for j := range v {
+				v[j] = byte(rng.Uint32()) // incompressible: large with lz4 too
+			}
+			recs[i] = record.Record{TimestampDelta: int64(i), Key: []byte(fmt.Sprint("k", i)), Value: v}
+		}
+		record.NumberRecords(recs)
+		if mutate != nil {
+			mutate(recs)
+		}
+		b, err := record.Build(record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, BaseTimestamp: now, Codec: codec}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixLastOffsetDelta(b)
+		if len(b) < overlapCRCBytes {
+			t.Fatalf("batch of %d bytes is too small for the test", len(b))
+		}
+		return b
+	}
+	gap := func(recs []record.Record) { shiftDeltas(recs, 150) }
+	nullKey := func(recs []record.Record) { recs[299].Key = nil }
+	tooOld := func(recs []record.Record) { recs[10].TimestampDelta = -3600 * 1000 }
+	withBadCRC := func(b []byte) []byte { b[len(b)-1] ^= 1; return b }
+	cases := []struct {
+		name   string
+		batch  []byte
+		mutate func(*LogConfig)
+		want   error
+	}{
+		{"offset gap", large(record.CodecNone, gap), nil, kerr.InvalidRecord},
+		{"offset gap lz4", large(record.CodecLZ4, gap), nil, kerr.InvalidRecord},
+		{"null key on a compacted topic", large(record.CodecNone, nullKey), func(c *LogConfig) { c.CleanupPolicy = CleanupPolicy{Compact: true} }, kerr.InvalidRecord},
+		{"timestamp too old", large(record.CodecNone, tooOld), func(c *LogConfig) { c.MessageTimestampBeforeMaxMs = 1000 }, kerr.InvalidTimestamp},
+		{"bad crc and a bad record", withBadCRC(large(record.CodecNone, gap)), nil, kerr.CorruptMessage},
+		{"good batch then a bad one", append(large(record.CodecNone, nil), large(record.CodecNone, gap)...), nil, kerr.InvalidRecord},
+		{"bad record then a bad crc", append(large(record.CodecNone, gap), withBadCRC(large(record.CodecNone, nil))...), nil, kerr.CorruptMessage},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.MaxMessageBytes = 1 << 20
+			cfg.SegmentBytes = 8 << 20
+			if c.mutate != nil {
+				c.mutate(&cfg)
+			}
+			l := openLog(t, t.TempDir(), cfg, Options{Now: clk.Now})
+			defer l.Close()
+			if _, err := l.AppendAsLeader(c.batch, 0, OriginClient); !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			st, _ := l.active().log.Stat()
+			if l.LogEndOffset() != 0 || l.Size() != 0 || st.Size() != 0 || len(l.EpochEntries()) != 0 {
+				t.Fatalf("log changed: leo %d size %d file %d", l.LogEndOffset(), l.Size(), st.Size())
+			}
+			// The log still takes good appends.
+			if _, err := l.AppendAsLeader(large(record.CodecLZ4, nil), 0, OriginClient); err != nil {
+				t.Fatal(err)
+			}
+			if l.LogEndOffset() != 300 {
+				t.Fatalf("leo %d after a good append", l.LogEndOffset())
+			}
+			checkInvariants(t, l)
+		})
+	}
+}
+
+// A reader never sees a large append that its validation, made while the
+// bytes are written, refuses.
+func TestRefusedLargeAppendIsNeverVisible(t *testing.T) {
+	clk := newTestClock()
+	cfg := smallConfig()
+	cfg.MaxMessageBytes = 1 << 20
+	cfg.SegmentBytes = 64 << 20
+	l := openLog(t, t.TempDir(), cfg, Options{Now: clk.Now})
+	defer l.Close()
+	s := plain(200, clk.Ms())
+	s.valueSize = 1000
+	good := mkBatch(t, s)
+	recs, err := record.Records(good, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shiftDeltas(recs, 100)
+	bad, err := record.Build(record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, BaseTimestamp: clk.Ms()}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixLastOffsetDelta(bad)
+	if _, err := l.AppendAsLeader(append([]byte(nil), good...), 0, OriginClient); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	seen := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { seen <- err }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if leo := l.LogEndOffset(); leo != 200 {
+				err = fmt.Errorf("log end offset %d", leo)
+				return
+			}
+			res, rerr := l.Read(200, 1<<20, FetchLogEnd, true)
+			if rerr != nil {
+				err = rerr
+				return
+			}
+			n := res.Size
+			res.Release()
+			if n != 0 {
+				err = fmt.Errorf("read %d bytes past the log end", n)
+				return
+			}
+		}
+	}()
+	for range 50 {
+		if _, err := l.AppendAsLeader(append([]byte(nil), bad...), 0, OriginClient); !errors.Is(err, kerr.InvalidRecord) {
+			t.Fatalf("bad batch: %v", err)
+		}
+	}
+	close(stop)
+	if err := <-seen; err != nil {
+		t.Fatalf("a reader saw the refused append: %v", err)
+	}
+}
+
+// shiftDeltas leaves a gap in the offset deltas before record from.
+func shiftDeltas(recs []record.Record, from int) {
+	for i := from; i < len(recs); i++ {
+		recs[i].OffsetDelta++
+	}
+}
+
+// fixLastOffsetDelta makes a batch's header consistent with its record
+// count (numRecords-1), as a producer's header is, whatever its records'
+// deltas are, so that only the record walk can tell them wrong.
+func fixLastOffsetDelta(b []byte) {
+	n := binary.BigEndian.Uint32(b[record.RecordsCountPos:])
+	binary.BigEndian.PutUint32(b[record.LastOffsetDeltaPos:], n-1)
+	binary.BigEndian.PutUint32(b[record.CRCPos:], record.ComputeCRC(b))
 }

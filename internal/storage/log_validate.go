@@ -29,15 +29,22 @@ type inBatch struct {
 // recompression when compression.type asks for a codec the batch does not
 // have. rebuilt reports whether any batch was replaced (so the input is no
 // longer one contiguous buffer).
-func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int) (out []inBatch, rebuilt bool, crc *crcCheck, err error) {
+//
+// The CRCs of a large append are checked by the returned check while it is
+// written (nothing is published before it passes), unless the leader must
+// rewrite CRC-covered bytes first (LogAppendTime stamping, recompression).
+// With overlap, when the batches are uncompressed data batches, the record
+// walks are left to that check too, so only the headers are checked here;
+// a batch whose header holds the wrong max timestamp, which the leader must
+// correct (a CRC-covered rewrite), then fails the check with
+// errRedoSerially, and the caller appends again without overlap. The walk
+// of compressed batches (their decompression) stays here, out of the log's
+// lock, so that producers to one partition decompress in parallel.
+func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int, overlap bool) (out []inBatch, rebuilt bool, check *crcCheck, err error) {
 	target, keep, err := cfg.targetCodec()
 	if err != nil {
 		return nil, false, nil, err
 	}
-	// The CRCs of a large append are checked while it is written, unless the
-	// leader must rewrite CRC-covered bytes first (LogAppendTime stamping,
-	// recompression).
-	deferCRC := len(batches) >= overlapCRCBytes && cfg.MessageTimestampType == record.CreateTime && keep
 	var framed [][]byte
 	rest := batches
 	for len(rest) > 0 {
@@ -51,24 +58,33 @@ func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origi
 		framed = append(framed, b)
 		rest = r
 	}
-	if deferCRC {
-		crc = startCRCCheck(framed)
+	deferCRC := len(batches) >= overlapCRCBytes && cfg.MessageTimestampType == record.CreateTime && keep
+	deferWalks := overlap && deferCRC && plainData(framed)
+	if deferCRC && !deferWalks {
+		// Checked alongside the record walks below and the write.
+		check = startCRCCheck(framed)
 	}
 	fail := func(err error) ([]inBatch, bool, *crcCheck, error) {
-		if cerr := crc.wait(); cerr != nil {
+		// A corrupt batch is reported as such, whatever else is wrong.
+		cerr := check.wait()
+		if deferWalks {
+			cerr = checkCRCs(framed)
+		}
+		if cerr != nil {
 			err = cerr
 		}
 		return nil, false, nil, fmt.Errorf("append to %s: %w", tp, err)
 	}
+	var walks []func() error
 	for _, b := range framed {
-		ib, rb, err := validateLeaderBatch(b, cfg, origin, nowMs, maxDecompressed, target, keep, deferCRC)
+		ib, rb, walk, err := validateLeaderBatch(b, cfg, origin, nowMs, maxDecompressed, target, keep, deferCRC, deferWalks)
 		if err != nil {
 			return fail(err)
 		}
 		if ib.fixMaxTs {
 			// Rewriting the header changes CRC-covered bytes: the check
 			// must be over first.
-			if err := crc.wait(); err != nil {
+			if err := check.wait(); err != nil {
 				return fail(err)
 			}
 			binary.BigEndian.PutUint64(ib.data[record.MaxTimestampPos:], uint64(ib.maxTs))
@@ -77,20 +93,41 @@ func validateLeaderInput(tp TopicPartition, batches []byte, cfg LogConfig, origi
 		}
 		rebuilt = rebuilt || rb
 		out = append(out, ib)
+		walks = append(walks, walk)
 	}
 	if len(out) == 0 {
 		return nil, false, nil, fmt.Errorf("append to %s: no record batch: %w", tp, kerr.InvalidRecord)
 	}
-	return out, rebuilt, crc, nil
+	if deferWalks {
+		check = startBatchCheck(framed, walks)
+	}
+	return out, rebuilt, check, nil
+}
+
+// plainData reports whether every batch is an uncompressed data batch: the
+// batches whose record walk a leader defers to its check (see
+// validateLeaderInput).
+func plainData(framed [][]byte) bool {
+	for _, b := range framed {
+		h, err := record.ParseHeader(b)
+		if err != nil || h.IsControl() || h.Codec() != record.CodecNone {
+			return false
+		}
+	}
+	return true
 }
 
 // validateLeaderBatch validates one framed batch of a leader append. With
-// deferCRC the CRC is left to the caller's crcCheck (the record walk
-// tolerates any bytes, and a CRC failure is reported before anything else).
-func validateLeaderBatch(b []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int, target record.Codec, keep, deferCRC bool) (ib inBatch, rebuilt bool, err error) {
+// deferCRC the CRC is left to the caller's check (the record walk tolerates
+// any bytes, and a CRC failure is reported before anything else). With
+// deferWalk only the header is checked here, and walk (nil otherwise) is
+// the rest of the validation, for the check that runs while the batch is
+// written: it runs after the batch's CRC passed and fails with
+// errRedoSerially if the header's max timestamp must be corrected.
+func validateLeaderBatch(b []byte, cfg LogConfig, origin AppendOrigin, nowMs int64, maxDecompressed int, target record.Codec, keep, deferCRC, deferWalk bool) (ib inBatch, rebuilt bool, walk func() error, err error) {
 	if !deferCRC {
 		if err := record.ValidateCRC(b); err != nil {
-			return inBatch{}, false, err
+			return inBatch{}, false, nil, err
 		}
 	}
 	h, err := record.ParseHeader(b)
@@ -98,60 +135,76 @@ func validateLeaderBatch(b []byte, cfg LogConfig, origin AppendOrigin, nowMs int
 		err = checkFraming(h)
 	}
 	if err != nil {
-		return inBatch{}, false, err
+		return inBatch{}, false, nil, err
 	}
 	if len(b) > int(cfg.MaxMessageBytes) {
-		return inBatch{}, false, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", len(b), cfg.MaxMessageBytes, kerr.MessageTooLarge)
+		return inBatch{}, false, nil, fmt.Errorf("batch of %d bytes exceeds max.message.bytes %d: %w", len(b), cfg.MaxMessageBytes, kerr.MessageTooLarge)
 	}
 	if err := checkLeaderBatchHeader(h, origin); err != nil {
-		return inBatch{}, false, err
+		return inBatch{}, false, nil, err
+	}
+	ib = inBatch{data: b, h: h, ctl: -1, coordEpoch: -1}
+	v := &recordValidator{cfg: cfg, nowMs: nowMs, h: h}
+	if deferWalk {
+		// Only the records section is read: the appender stamps the base
+		// offset and leader epoch of the header meanwhile.
+		payload := b[record.HeaderSize:]
+		walk = func() error {
+			if err := v.scan(payload, maxDecompressed); err != nil {
+				return err
+			}
+			if v.maxTsWrong() {
+				return errRedoSerially
+			}
+			return nil
+		}
+		return ib, false, walk, nil
 	}
 	recompress := !keep && !h.IsControl() && h.Codec() != target
-	v := recordValidator{cfg: cfg, nowMs: nowMs, h: h}
 	if recompress {
 		// The records are rebuilt: decode them whole and keep them.
 		err = record.ForEachRecord(b, maxDecompressed, v.keep)
+		if err == nil {
+			err = v.checkCount()
+		}
 	} else {
-		err = record.ScanRecords(b, maxDecompressed, v.check)
+		err = v.scan(b[record.HeaderSize:], maxDecompressed)
 	}
 	if err != nil {
-		return inBatch{}, false, err
-	}
-	if v.n != int(h.NumRecords) {
-		return inBatch{}, false, fmt.Errorf("batch claims %d records, has %d: %w", h.NumRecords, v.n, kerr.InvalidRecord)
+		return inBatch{}, false, nil, err
 	}
 	if recompress {
 		nb, err := recompressBatch(h, v.recs, target)
 		if err != nil {
-			return inBatch{}, false, fmt.Errorf("recompress: %w", err)
+			return inBatch{}, false, nil, fmt.Errorf("recompress: %w", err)
 		}
 		if len(nb) > int(cfg.MaxMessageBytes) {
-			return inBatch{}, false, fmt.Errorf("recompressed batch of %d bytes exceeds max.message.bytes %d: %w", len(nb), cfg.MaxMessageBytes, kerr.MessageTooLarge)
+			return inBatch{}, false, nil, fmt.Errorf("recompressed batch of %d bytes exceeds max.message.bytes %d: %w", len(nb), cfg.MaxMessageBytes, kerr.MessageTooLarge)
 		}
 		b, rebuilt = nb, true
 		h, _ = record.ParseHeader(b)
+		ib.data, ib.h = b, h
 	}
-	ib = inBatch{data: b, h: h, ctl: -1, coordEpoch: -1}
-	if !rebuilt && cfg.MessageTimestampType == record.CreateTime && h.TimestampType() == record.CreateTime && v.n > 0 && h.MaxTimestamp != v.maxTs {
+	if !rebuilt && v.maxTsWrong() {
 		// Kafka stores the true largest record timestamp in the header; the
-		// caller rewrites it once the CRC check no longer reads the batch.
+		// caller rewrites it.
 		ib.fixMaxTs, ib.maxTs = true, v.maxTs
 	}
 	if h.IsControl() {
 		ctl, err := record.ControlTypeOf(b)
 		if err != nil {
-			return inBatch{}, false, err
+			return inBatch{}, false, nil, err
 		}
 		ib.ctl = ctl
 		if ctl == record.ControlAbort || ctl == record.ControlCommit {
 			m, err := record.ParseEndTxnMarker(b)
 			if err != nil {
-				return inBatch{}, false, err
+				return inBatch{}, false, nil, err
 			}
 			ib.coordEpoch = m.CoordinatorEpoch
 		}
 	}
-	return ib, rebuilt, nil
+	return ib, rebuilt, nil, nil
 }
 
 // checkLeaderBatchHeader applies Kafka's per-batch rules of a leader append.
@@ -185,6 +238,31 @@ type recordValidator struct {
 	n     int
 	maxTs int64
 	recs  []record.Record // kept by keep, for recompression
+}
+
+// scan checks every record of a batch's records section (payload: the
+// batch after its header, which was parsed and checked into v.h) and their
+// count.
+func (v *recordValidator) scan(payload []byte, maxDecompressed int) error {
+	if err := record.ScanPayload(v.h, payload, maxDecompressed, v.check); err != nil {
+		return err
+	}
+	return v.checkCount()
+}
+
+// checkCount fails if the walk found another number of records than the
+// header claims.
+func (v *recordValidator) checkCount() error {
+	if v.n != int(v.h.NumRecords) {
+		return fmt.Errorf("batch claims %d records, has %d: %w", v.h.NumRecords, v.n, kerr.InvalidRecord)
+	}
+	return nil
+}
+
+// maxTsWrong reports, after a walk, whether the header's max timestamp is
+// not the records' largest one, which Kafka corrects for CreateTime topics.
+func (v *recordValidator) maxTsWrong() bool {
+	return v.cfg.MessageTimestampType == record.CreateTime && v.h.TimestampType() == record.CreateTime && v.n > 0 && v.h.MaxTimestamp != v.maxTs
 }
 
 // keep checks r and keeps it.
