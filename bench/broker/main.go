@@ -46,7 +46,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.records, "records", 100_000, "records per produce measurement")
 	flag.IntVar(&o.size, "size", 1024, "record value size in bytes")
 	flag.IntVar(&o.partitions, "partitions", 8, "partitions of every benchmark topic")
-	flag.StringVar(&targets, "targets", "kmirror,kfake,raw,ceiling", "what to measure: kmirror, kfake, raw, ceiling (franz-go to a broker that discards produced records)")
+	flag.StringVar(&targets, "targets", "kmirror,kfake,raw,ceiling", "what to measure: kmirror, kfake, raw, ceiling (franz-go producing to a broker that discards the records, and decoding fetched batches with no broker)")
 	flag.StringVar(&o.kmirrorAddr, "kmirror-addr", "", "measure an already running kmirror at this address instead of an in-process node")
 	flag.StringVar(&o.dir, "dir", "", "directory for broker data and the raw disk test (default: a temporary directory)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -245,8 +245,32 @@ func measureWorkload(t target, name string, i int, w workload, values [][]byte, 
 		} else {
 			cr.kfake = append(cr.kfake, c)
 		}
+		if name == decodeOn(o.targets) {
+			d, err := clientDecode(ctx, t.bootstrap(), topic, w.partitions, w.records+1, w.bytes())
+			if err != nil {
+				return fmt.Errorf("client decode %s: %w", w, err)
+			}
+			logger.Info("client decode", "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", d))
+			cr.ceiling = append(cr.ceiling, d)
+		}
 	}
 	return deleteTopic(ctx, t.bootstrap(), topic)
+}
+
+// decodeOn names the target whose topics the consume rows' client ceiling
+// (clientDecode) is measured on, "" if the ceiling is not wanted: any
+// stored copy of the records will do, the decoding does not involve the
+// broker.
+func decodeOn(targets []string) string {
+	if !slices.Contains(targets, "ceiling") {
+		return ""
+	}
+	for _, t := range []string{"kmirror", "kfake"} {
+		if slices.Contains(targets, t) {
+			return t
+		}
+	}
+	return ""
 }
 
 // cpuModel names the processor for the report header.

@@ -51,9 +51,11 @@ type row struct {
 	name           string
 	kmirror, kfake samples
 	raw            samples
-	// ceiling is franz-go producing to a broker that discards the records
-	// (kfake's blackhole mode): what the client alone reaches on this
-	// machine, an upper bound for any broker measured through it.
+	// ceiling is what the client alone reaches on this machine, an upper
+	// bound for any broker measured through it: for produce, franz-go
+	// producing to a broker that discards the records (kfake's blackhole
+	// mode); for consume, franz-go decoding already fetched batches
+	// (clientDecode).
 	ceiling samples
 }
 
