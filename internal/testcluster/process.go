@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,16 +93,6 @@ func moduleRoot() (string, error) {
 		return "", errors.New("not inside a Go module")
 	}
 	return filepath.Dir(gomod), nil
-}
-
-// FreePort returns a loopback port that was free a moment ago, for configs
-// of child processes (which bind their own ports). Another process may take
-// it in between; tests that cannot afford that use in-process nodes.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	ln := listen(t, 0)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // WriteProperties writes props as a server.properties file in dir and
