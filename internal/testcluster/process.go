@@ -188,7 +188,14 @@ func (p *Process) waitReady(timeout time.Duration) error {
 	for {
 		err := ping(p.addr)
 		if err == nil {
-			return nil
+			select {
+			case <-p.done:
+				// What answered is not this process: another one holds
+				// the port, and this one failed to bind it.
+				return fmt.Errorf("process exited (%v) while %s answers for another process", p.err, p.addr)
+			default:
+				return nil
+			}
 		}
 		select {
 		case <-p.done:

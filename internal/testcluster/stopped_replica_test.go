@@ -70,3 +70,17 @@ func (f *fatalRecorder) Fatal(args ...any) {
 	f.failed = true
 	panic("fatal")
 }
+
+// TestWaitReadyNoticesAStolenPort: when what answers on the address is not
+// the process (it failed to bind a port another process holds and exited),
+// WaitReady fails instead of reporting another node as ready.
+func TestWaitReadyNoticesAStolenPort(t *testing.T) {
+	other := Start(t) // a Kafka listener that is not the child
+	p := LaunchProcess(t, "/bin/sh", other.Node(1).Addr(), "-c", "echo 'bind: address already in use'; exit 1")
+	if code := p.Wait(10 * time.Second); code != 1 {
+		t.Fatalf("exit status %d", code)
+	}
+	if err := p.WaitReady(5 * time.Second); err == nil {
+		t.Fatal("WaitReady took another process's listener for the child's")
+	}
+}
