@@ -141,6 +141,7 @@ func startCluster(t *testing.T, roles []string, props map[string]string) *procCl
 		if err := n.process().WaitReady(testcluster.StartTimeout); err != nil {
 			t.Fatalf("node %d did not start: %v\n%s", n.id, err, n.process().Output())
 		}
+		n.checkIdentity()
 	}
 	c.waitBrokersUnfenced()
 	return c
@@ -269,7 +270,25 @@ func (n *procNode) start() {
 	n.mu.Lock()
 	n.proc = p
 	n.mu.Unlock()
+	n.checkIdentity()
 	n.c.t.Logf("node %d started", n.id)
+}
+
+// checkIdentity fails the test unless the broker answering on the node's
+// address belongs to this test's cluster: a port taken by another process
+// between FreePort and the bind would otherwise pass for the node.
+func (n *procNode) checkIdentity() {
+	n.c.t.Helper()
+	if !n.isBroker() {
+		return
+	}
+	v, err := n.view()
+	if err != nil {
+		n.c.t.Fatalf("node %d: %v", n.id, err)
+	}
+	if v.clusterID != n.c.clusterID {
+		n.c.t.Fatalf("node %d: %s answers for cluster %q, not this test's %q", n.id, n.addr(), v.clusterID, n.c.clusterID)
+	}
 }
 
 // pause stops the node's process with SIGSTOP: it keeps its sockets but

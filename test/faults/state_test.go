@@ -47,6 +47,7 @@ func (s partState) String() string {
 
 // nodeView is what one broker's Metadata says.
 type nodeView struct {
+	clusterID  string
 	controller int32
 	brokers    []int32 // the unfenced brokers
 	parts      map[string]map[int32]partState
@@ -68,6 +69,9 @@ func (n *procNode) view(topics ...string) (nodeView, error) {
 	}
 	resp := raw.(*kmsg.MetadataResponse)
 	v := nodeView{controller: resp.ControllerID, parts: map[string]map[int32]partState{}}
+	if resp.ClusterID != nil {
+		v.clusterID = *resp.ClusterID
+	}
 	for _, b := range resp.Brokers {
 		v.brokers = append(v.brokers, b.NodeID)
 	}
