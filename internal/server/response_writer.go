@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -105,12 +106,19 @@ func (w *responseWriter) trim() {
 	}
 }
 
+// copiedFileBytes counts the file bytes sent by copyFile rather than by
+// sendfile: zero for plaintext listeners on Linux, which the tests check (a
+// wrapper around a connection that hid its socket would silently turn every
+// Fetch into a copy through user space).
+var copiedFileBytes atomic.Int64
+
 // copyFile sends the file range [pos, pos+n) by reading it and writing it:
-// the path for connections sendfile cannot write to (not a socket) and
+// the path for connections sendfile cannot write to (not a socket, TLS) and
 // platforms without sendfile. A file shorter than the range is an error,
 // since the frame size promised n bytes.
 func copyFile(dst io.Writer, f *os.File, pos, n int64) error {
 	copied, err := io.Copy(writerOnly{dst}, io.NewSectionReader(f, pos, n))
+	copiedFileBytes.Add(copied)
 	if err != nil {
 		return err
 	}

@@ -208,6 +208,7 @@ func TestStreamResponseWithFileParts(t *testing.T) {
 	_, addr := startTransport(t, connLimits{}, testService{streamAPI(t, records)}, func(s *netServer) { s.sendBuf = sendBufForTest })
 	c := dial(t, addr)
 	c.SetMaxResponseSize(64 << 20)
+	copiedBefore := copiedFileBytes.Load()
 	for _, v := range []int16{4, 11, 12} {
 		req := kmsg.NewPtrFetchRequest()
 		req.SetVersion(v)
@@ -218,6 +219,10 @@ func TestStreamResponseWithFileParts(t *testing.T) {
 		if !bytes.Equal(resp.Topics[0].Partitions[0].RecordBatches, records) {
 			t.Fatalf("v%d: record bytes differ", v)
 		}
+	}
+	// A plaintext TCP connection gets the file ranges with sendfile.
+	if n := copiedFileBytes.Load() - copiedBefore; n != 0 {
+		t.Errorf("%d file bytes were copied through user space instead of sent with sendfile", n)
 	}
 }
 
@@ -238,6 +243,7 @@ func TestStreamResponseCopyFallback(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	w := &responseWriter{nc: a}
+	copiedBefore := copiedFileBytes.Load()
 	s := &wire.StreamResponse{APIKey: 1, Version: 4, Parts: []wire.Part{
 		{Bytes: []byte("head")}, {File: f, Pos: 100, Len: 200 << 10}, {Bytes: []byte("tail")},
 	}}
@@ -254,6 +260,9 @@ func TestStreamResponseCopyFallback(t *testing.T) {
 	want = append(want, "tail"...)
 	if !bytes.Equal(frame, want) {
 		t.Fatalf("frame differs (%d bytes, want %d)", len(frame), len(want))
+	}
+	if n := copiedFileBytes.Load() - copiedBefore; n != 200<<10 {
+		t.Errorf("copiedFileBytes grew by %d, want %d", n, 200<<10)
 	}
 }
 
