@@ -89,6 +89,10 @@ func newDriver(m *Manager, src *source, s driverSpec) *driver {
 		// failover bump): the figures DescribeMirrors shows carry on
 		// rather than drop to "unknown" until the next fetch.
 		d.stats = s.prev.stats
+		// Until it has read the state, it shows the one its predecessor
+		// last published (the same record in __mirror_state).
+		st, known, _ := s.prev.snapshot()
+		d.status, d.known = st, known
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	return d
