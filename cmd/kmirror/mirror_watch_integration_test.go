@@ -240,6 +240,13 @@ func TestMirrorWatchWaitAndProgress(t *testing.T) {
 	run("pause-topics", "east", "orders", "--wait", "--interval", "100ms")
 	_, i2 := frames.waitFrame(t, i1, "with the partitions PAUSED", func(f parsedFrame) bool { return allStates(f, "PAUSED", 2) })
 	produceN(t, srcAddr, "orders", 50)
+	// Paused, the mirror's own lag is that of its last fetch (0); measured
+	// against the source's end offsets it counts the 50 new records.
+	r = runMirrorCLI(t, "--bootstrap-server", dst, "--timeout", "1s", "wait", "east", "--source-bootstrap", srcAddr, "--interval", "100ms")
+	if r.err == nil || !strings.Contains(r.err.Error(), "(2 PAUSED)") || strings.Contains(r.err.Error(), "max lag 0 records") ||
+		!strings.Contains(r.err.Error(), "max lag ") {
+		t.Fatalf("wait --source-bootstrap on a paused mirror: %v", r.err)
+	}
 	run("resume-topics", "east", "orders")
 	f3, i3 := frames.waitFrame(t, i2, "with 150 records mirrored after the resume", func(f parsedFrame) bool {
 		return allStates(f, "MIRRORING", 2) && f.logEnd == 150
