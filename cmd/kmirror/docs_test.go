@@ -244,7 +244,7 @@ func TestDocsCommandsExist(t *testing.T) {
 		for _, m := range docMentions(rel, string(text)) {
 			total++
 			for _, p := range checkMention(rootCmd, m.text) {
-				t.Errorf("%s:%d: %s\n\t%s", m.file, m.line, p, m.text)
+				t.Errorf("%s:%d: %s\n\t%s\n\t(output rather than a command? put it in a ```text block or in quotes)", m.file, m.line, p, m.text)
 			}
 			ws := shellWords(m.text)
 			for i, w := range ws {
