@@ -319,6 +319,7 @@ func (s *source) run() {
 			}
 			s.log.Info("source metadata refresh failed; retrying", "error", err)
 			s.recordError(err.Error())
+			s.failIfRefused(err)
 			continue // the health ticker retries
 		}
 		lastRefresh = s.m.cfg.Now()

@@ -70,3 +70,23 @@ func explainSourceError(err error) string {
 	}
 	return err.Error()
 }
+
+// failIfRefused fails every partition the source fetches for when err is a
+// security refusal: a MIRRORING partition that resumed with new properties
+// (or whose source changed its mind) learns of it from the source link,
+// not from PREPARING.
+func (s *source) failIfRefused(err error) {
+	if sourceSecurityCause(err) == "" {
+		return
+	}
+	msg := explainSourceError(err)
+	s.mu.Lock()
+	drivers := make([]*driver, 0, len(s.fetching))
+	for _, e := range s.fetching {
+		drivers = append(drivers, e.d)
+	}
+	s.mu.Unlock()
+	for _, d := range drivers {
+		d.post(Event{Kind: EvFailed, Err: msg})
+	}
+}
