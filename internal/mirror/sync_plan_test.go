@@ -79,14 +79,14 @@ func TestACLSyncScopeAndPlan(t *testing.T) {
 	read := kmsg.ACLOperationRead
 	topics := []string{"orders", "payments"}
 	scope := map[auth.Binding]bool{
-		binding(topic, "orders", lit, "User:alice", read):                          true,
-		binding(topic, "ord", pre, "User:alice", read):                             true,
-		binding(topic, "logs", lit, "User:alice", read):                            false, // not mirrored (or paused, removed)
-		binding(topic, "lo", pre, "User:alice", read):                              false,
-		binding(topic, "*", lit, "User:alice", read):                               false, // the wildcard
-		binding(topic, "orders", lit, "User:admin", read):                          false, // principal excluded
-		binding(group, "app-1", lit, "User:alice", read):                           true,
-		binding(group, "other", lit, "User:alice", read):                           false,
+		binding(topic, "orders", lit, "User:alice", read):                                                true,
+		binding(topic, "ord", pre, "User:alice", read):                                                   true,
+		binding(topic, "logs", lit, "User:alice", read):                                                  false, // not mirrored (or paused, removed)
+		binding(topic, "lo", pre, "User:alice", read):                                                    false,
+		binding(topic, "*", lit, "User:alice", read):                                                     false, // the wildcard
+		binding(topic, "orders", lit, "User:admin", read):                                                false, // principal excluded
+		binding(group, "app-1", lit, "User:alice", read):                                                 true,
+		binding(group, "other", lit, "User:alice", read):                                                 false,
 		binding(kmsg.ACLResourceTypeCluster, "kafka-cluster", lit, "User:alice", kmsg.ACLOperationAlter): false,
 	}
 	for b, want := range scope {
