@@ -19,7 +19,7 @@ import (
 // topic on A, beside a franz-go consumer reading the same data from A (the
 // fetch limit of this machine). It runs with KMIRROR_LONG=1 only
 // (KMIRROR_MIRROR_MB sets the volume, default 256 MiB); the figures are
-// logged. The benchmark of record is in bench/.
+// logged. The benchmark of record is bench/mirror (docs/benchmarks.md).
 func TestCatchUpThroughput(t *testing.T) {
 	if os.Getenv("KMIRROR_LONG") == "" {
 		t.Skip("long test: set KMIRROR_LONG=1")
