@@ -75,6 +75,7 @@ func TestSyncGroupOffsets(t *testing.T) {
 	if err := cons.CommitRecords(ctx, recs[59]); err != nil {
 		t.Fatal(err)
 	}
+	committedAt := time.Now()
 	cons.Close()
 	at, epochA := syncCommitted(t, aAdm, "app", "orders", 0)
 	if at != 60 || epochA < 0 {
@@ -88,6 +89,7 @@ func TestSyncGroupOffsets(t *testing.T) {
 		at, ep := syncCommitted(t, bAdm, "app", "orders", 0)
 		return at == 60 && ep == epochA, fmt.Sprintf("offset %d epoch %d", at, ep)
 	})
+	t.Logf("the commit reached the destination %v after it was made on the source (refresh interval %v)", time.Since(committedAt).Round(time.Millisecond), syncRefresh)
 	if at, _ := syncCommitted(t, bAdm, "ignored-1", "orders", 0); at != -1 {
 		t.Errorf("an excluded group was synced: offset %d", at)
 	}
