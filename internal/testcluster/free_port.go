@@ -7,9 +7,18 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
+
+// handedOut holds every port FreePort returned in this process: a child may
+// bind its port much later (or bind it again after a restart), so a port is
+// never handed out twice.
+var handedOut struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
 
 // freePortRange is where FreePort picks ports when the kernel's ephemeral
 // range is unknown: below Linux's default ephemeral range (32768–60999).
@@ -22,12 +31,21 @@ var freePortRange = [2]int{20000, 32767}
 // test or of any other process on the machine — is given the port while the
 // child is down or not yet listening, which a port from the ephemeral range
 // (what listening on port 0 returns) is exposed to on a busy machine. Only
-// an explicit bind by another process can still take it.
+// an explicit bind by another process can still take it. A port is never
+// returned twice in one test process.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	lo, hi := nonEphemeralRange()
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	for range 1000 {
 		port := lo + rand.IntN(hi-lo+1)
+		if handedOut.ports[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			if errors.Is(err, syscall.EADDRINUSE) {
@@ -36,6 +54,7 @@ func FreePort(t testing.TB) int {
 			t.Fatalf("testcluster: listen on %d: %v", port, err)
 		}
 		ln.Close()
+		handedOut.ports[port] = true
 		return port
 	}
 	t.Fatalf("testcluster: no free port in [%d, %d] after 1000 tries", lo, hi)
