@@ -2,10 +2,16 @@ package replication
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // gatedTarget is a memTarget whose first gated appends wait until the test
@@ -130,5 +136,77 @@ func TestPipelineNotForFollowers(t *testing.T) {
 	req = r.request(ep)
 	if rp, _ := reqPart(req, topicX, 0); rp.FetchOffset != 3 {
 		t.Fatalf("next request asks from %d", rp.FetchOffset)
+	}
+}
+
+// pipelineSeeds are pairs of responses a pipelined fetcher receives back
+// to back.
+func pipelineSeeds(t testing.TB) [][2]*kmsg.FetchResponse {
+	s := fuzzSeeds(t)
+	next := response(16, 3, ok(topicX, 0, 6, batch(t, 3, 1, 3)), ok(topicX, 1, 2, batch(t, 0, 1, 2)))
+	return [][2]*kmsg.FetchResponse{{s[0], next}, {s[1], s[0]}, {s[2], next}, {s[0], s[0]}}
+}
+
+// FuzzPipelined feeds two arbitrary Fetch response bodies (what a source
+// broker controls) to a pipelined consumer fetcher the way runPipelined
+// does: the second request is planned from the first response's predicted
+// positions before that response is applied. Nothing may panic.
+func FuzzPipelined(f *testing.F) {
+	for _, pair := range pipelineSeeds(f) {
+		f.Add(pair[0].Version, pair[0].AppendTo(nil), pair[1].AppendTo(nil))
+	}
+	f.Fuzz(func(t *testing.T, version int16, body1, body2 []byte) {
+		if version < 12 || version > 17 {
+			return
+		}
+		var resps [2]*kmsg.FetchResponse
+		for i, body := range [][]byte{body1, body2} {
+			resps[i] = kmsg.NewPtrFetchResponse()
+			resps[i].Version = version
+			if err := resps[i].ReadFrom(body); err != nil {
+				return
+			}
+		}
+		m, err := NewManager(Config{ReplicaID: -1, Pipeline: true, FetchVersion: version, Logger: testLogger(), NewEndpoint: (&rig{}).dialNothing})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fe := newFetcher(m, fetcherKey{}, srcA)
+		t0 := &memTarget{}
+		if _, err := t0.Append(batch(t, 0, 1, 2)); err != nil {
+			t.Fatal(err)
+		}
+		fe.add(AddPartition{TopicPartition: tpX0, TopicID: topicX, LeaderEpoch: 1, Source: srcA, Target: t0, FetchOffset: -1})
+		fe.add(AddPartition{TopicPartition: tpX1, LeaderEpoch: 1, Source: srcA, Target: &memTarget{}, FetchOffset: -1})
+		p1, _ := fe.plan(nil)
+		if p1 == nil || !fe.received(p1, resps[0]) {
+			return
+		}
+		ahead := fe.predict(p1, resps[0])
+		p2, _ := fe.plan(ahead)
+		fe.applyData(p1, resps[0])
+		if p2 != nil && fe.received(p2, resps[1]) {
+			fe.applyData(p2, resps[1])
+		}
+	})
+}
+
+// TestWritePipelineSeeds rewrites the committed seed corpus of
+// FuzzPipelined when KMIRROR_WRITE_SEEDS=1.
+func TestWritePipelineSeeds(t *testing.T) {
+	if os.Getenv("KMIRROR_WRITE_SEEDS") != "1" {
+		t.Log("set KMIRROR_WRITE_SEEDS=1 to rewrite testdata/fuzz/FuzzPipelined")
+		return
+	}
+	dir := filepath.Join("testdata", "fuzz", "FuzzPipelined")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, pair := range pipelineSeeds(t) {
+		body := fmt.Sprintf("go test fuzz v1\nint16(%d)\n[]byte(%s)\n[]byte(%s)\n", pair[0].Version,
+			strconv.Quote(string(pair[0].AppendTo(nil))), strconv.Quote(string(pair[1].AppendTo(nil))))
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
