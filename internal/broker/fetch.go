@@ -97,6 +97,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, kreq 
 	limit = max(limit, 0)
 
 	img := b.image()
+	denied := fetchDenied(rc, img, fc.partitions, follower)
 	var ns []*notifier
 	for _, rp := range fc.partitions {
 		if tp, _, ok := resolveFetchTopic(img, rp.key); ok {
@@ -110,7 +111,7 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, kreq 
 		releaseReads(reads)
 		var total int64
 		var urgent bool
-		reads, total, urgent = b.readFetch(b.image(), fc.partitions, limit, isolation, replicaID, replicaEpoch)
+		reads, total, urgent = b.readFetch(b.image(), fc.partitions, denied, limit, isolation, replicaID, replicaEpoch)
 		return urgent || total >= int64(req.MinBytes)
 	}
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -141,18 +142,26 @@ func resolveFetchTopic(img *metadata.Image, k sessionKey) (string, metadata.Uuid
 // response limit: minOneBatch holds until a partition returned data, and
 // each partition reads at most min(its limit, what is left of the
 // response limit). urgent says the fetch must be answered now (an error or
-// a diverging epoch).
-func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, limit int64, isolation storage.FetchIsolation, replicaID int32, replicaEpoch int64) ([]partRead, int64, bool) {
+// a diverging epoch). Partitions marked in denied (see fetchDenied) are
+// answered TOPIC_AUTHORIZATION_FAILED without being read; like Kafka, they
+// do not end a long poll unless nothing else is fetched.
+func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, denied []bool, limit int64, isolation storage.FetchIsolation, replicaID int32, replicaEpoch int64) ([]partRead, int64, bool) {
 	reads := make([]partRead, len(parts))
 	minOne := true
 	var total int64
 	urgent := false
+	refused := 0
 	now := b.now()
 	for i, rp := range parts {
 		r := &reads[i]
 		r.req = rp
 		name, id, ok := resolveFetchTopic(img, rp.key)
 		r.topic, r.id = name, id
+		if denied != nil && denied[i] {
+			r.out.err = errTopicAuthz
+			refused++
+			continue
+		}
 		var p *Partition
 		switch {
 		case !ok && !rp.key.id.IsZero():
@@ -190,6 +199,9 @@ func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, l
 			limit = max(0, limit-n)
 			total += n
 		}
+	}
+	if refused > 0 && refused == len(parts) {
+		urgent = true
 	}
 	return reads, total, urgent
 }

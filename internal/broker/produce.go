@@ -89,8 +89,11 @@ func (b *Broker) handleProduce(ctx context.Context, rc *wire.RequestContext, kre
 		}
 	}
 
+	authorizeProduce(rc, req, items)
 	for _, it := range items {
-		it.err = b.checkProduce(img, req, clientID, it)
+		if it.err == nil {
+			it.err = b.checkProduce(img, req, clientID, it)
+		}
 	}
 	if acks := req.Acks; acks != -1 && acks != 0 && acks != 1 {
 		for _, it := range items {
