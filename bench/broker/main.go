@@ -193,6 +193,13 @@ func measureRun(o options, r int, workloads []workload, values [][]byte,
 		}
 		targets[name] = t
 	}
+	for _, name := range o.targets {
+		if t, ok := targets[name]; ok {
+			if err := warmUp(t, workloads[0], values, o); err != nil {
+				return fmt.Errorf("%s: warm-up: %w", name, err)
+			}
+		}
+	}
 	for i, w := range workloads {
 		for _, name := range o.targets {
 			t, ok := targets[name]
@@ -205,6 +212,25 @@ func measureRun(o options, r int, workloads []workload, values [][]byte,
 		}
 	}
 	return nil
+}
+
+// warmUp produces a fifth of w's records into a throwaway topic of a fresh
+// broker, untimed. A broker's first seconds are not its steady state (a
+// small heap collected often, empty buffer pools, a new node's own metadata
+// writes): without this, whichever workload came first measured low on a
+// fresh kmirror node.
+func warmUp(t target, w workload, values [][]byte, o options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.caseTimeout)
+	defer cancel()
+	topic := fmt.Sprintf("bench-warmup-%d", time.Now().UnixNano())
+	if err := createTopic(ctx, t.bootstrap(), topic, w.partitions); err != nil {
+		return err
+	}
+	w.records = max(w.records/5, 1)
+	if _, err := produce(ctx, t.bootstrap(), topic, w, values); err != nil {
+		return err
+	}
+	return deleteTopic(ctx, t.bootstrap(), topic)
 }
 
 // measureWorkload produces w into a fresh topic of one broker, consumes it
