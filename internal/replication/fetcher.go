@@ -425,6 +425,7 @@ func (f *fetcher) delayLocked(st *partition, err error) {
 
 // failed backs off every partition of a request that failed as a whole.
 func (f *fetcher) failed(p *plan, err error) {
+	f.m.stats.failures.Add(1)
 	f.mu.Lock()
 	n := 0
 	for _, in := range p.parts {
@@ -453,6 +454,8 @@ func (f *fetcher) apply(p *plan, resp *kmsg.FetchResponse) (resets, fenced []*pa
 // top-level error; it reports whether the partitions' answers are to be
 // applied.
 func (f *fetcher) received(p *plan, resp *kmsg.FetchResponse) bool {
+	f.m.stats.responses.Add(1)
+	f.m.stats.bytes.Add(uint64(responseBytes(resp)))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.session.done(p.session, p.want, resp.ErrorCode, resp.SessionID)

@@ -156,6 +156,8 @@ type Manager struct {
 	fetchers map[fetcherKey]*fetcher
 	where    map[storage.TopicPartition]fetcherKey
 
+	stats fetchCounters // metrics.go
+
 	// wg counts running fetcher goroutines; stopping a fetcher only cancels
 	// it (never waits under mu, so that a fetcher's OnFenced callback may
 	// call back into the manager), and Close waits for all of them.

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,7 @@ type RateLimiter struct {
 	tokens  float64
 	last    time.Time
 	changed chan struct{} // closed and replaced by SetRate
+	waited  atomic.Int64  // nanoseconds spent in Wait's timers (metrics.go)
 }
 
 // NewRateLimiter returns a limiter of bytesPerSecond (<= 0: unlimited).
@@ -89,15 +91,18 @@ func (r *RateLimiter) Wait(ctx context.Context) error {
 		if d <= 0 {
 			return nil
 		}
+		start := time.Now()
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			r.waited.Add(int64(time.Since(start)))
 			return ctx.Err()
 		case <-changed:
 			t.Stop()
 		case <-t.C:
 		}
+		r.waited.Add(int64(time.Since(start)))
 	}
 }
 
