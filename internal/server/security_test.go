@@ -55,12 +55,34 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 }
 
 // roundTrip creates topic, produces n records through cl and consumes them
-// back through cl, checking every value.
-func roundTrip(t *testing.T, adm *kadm.Client, cl *kgo.Client, topic string, n int) {
+// back through cl, checking every value. A non-empty principal is granted
+// WRITE and READ on the topic first (through adm, a super user's client):
+// Produce and Fetch authorize per topic.
+func roundTrip(t *testing.T, adm *kadm.Client, cl *kgo.Client, topic string, n int, principal string) {
 	t.Helper()
 	ctx := ctxFor(t, 60*time.Second)
 	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
+	}
+	if principal != "" {
+		grant := kadm.NewACLs().Allow(principal).AllowHosts("*").Topics(topic).
+			ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpWrite, kadm.OpRead)
+		res, err := adm.CreateACLs(ctx, grant)
+		if err != nil {
+			t.Fatalf("grant %s on %s: %v", principal, topic, err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("grant %s on %s: %v", principal, topic, r.Err)
+			}
+		}
+		// The ACLs reach the broker's authorizer when it applies the
+		// controller's commit; DescribeAcls reads the same image.
+		waitFor(t, principal+"'s ACLs on "+topic, func() bool {
+			d, err := adm.DescribeACLs(ctx, kadm.NewACLs().Allow(principal).AllowHosts("*").Topics(topic).
+				ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpAny))
+			return err == nil && len(d) == 1 && d[0].Err == nil && len(d[0].Described) == 2
+		})
 	}
 	var recs []*kgo.Record
 	for i := range n {
@@ -100,7 +122,7 @@ func TestTLSListenerMutualTLS(t *testing.T) {
 		"super.users":                          "User:CN=admin,OU=ops;User:CN=node-1,OU=brokers",
 	})
 	admin := n.client(t, n.clientTLS(t, &pkix.Name{CommonName: "admin", OrganizationalUnit: []string{"ops"}}), nil)
-	roundTrip(t, kadm.NewClient(admin), admin, "tls-topic", 500)
+	roundTrip(t, kadm.NewClient(admin), admin, "tls-topic", 500, "")
 
 	alice := n.client(t, n.clientTLS(t, &pkix.Name{CommonName: "alice"}), nil)
 	described, err := kadm.NewClient(alice).DescribeACLs(ctxFor(t, 20*time.Second), kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts())
@@ -167,11 +189,11 @@ func TestSASLPlainAndScram(t *testing.T) {
 		t.Fatalf("describe all scram users: %+v", desc)
 	}
 
-	roundTrip(t, adm, admin, "plain-topic", 50)
+	roundTrip(t, adm, admin, "plain-topic", 50, "")
 	bob256 := n.client(t, nil, scram.Auth{User: "bob", Pass: bobPassword}.AsSha256Mechanism())
-	roundTrip(t, adm, bob256, "scram256-topic", 50)
+	roundTrip(t, adm, bob256, "scram256-topic", 50, "User:bob")
 	bob512 := n.client(t, nil, scram.Auth{User: "bob", Pass: bobPassword}.AsSha512Mechanism())
-	roundTrip(t, adm, bob512, "scram512-topic", 50)
+	roundTrip(t, adm, bob512, "scram512-topic", 50, "User:bob")
 
 	// Wrong passwords, through the node's own client side (wire.Dial).
 	for _, m := range []struct {
@@ -298,7 +320,7 @@ func TestSASLSSLScram512(t *testing.T) {
 		return err == nil && d.Error() == nil
 	})
 	bob := n.client(t, n.clientTLS(t, nil), scram.Auth{User: "bob", Pass: bobPassword}.AsSha512Mechanism())
-	roundTrip(t, adm, bob, "sasl-ssl-topic", 300)
+	roundTrip(t, adm, bob, "sasl-ssl-topic", 300, "User:bob")
 	noSecretsIn(t, "the node's logs", n.logs.String(), adminPassword, alicePassword, bobPassword)
 }
 
