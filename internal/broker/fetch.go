@@ -228,6 +228,7 @@ func (b *Broker) buildFetchResponse(rc *wire.RequestContext, req *kmsg.FetchRequ
 		d := newFetchPartitionData(r.req.key.partition)
 		code := errorCode(r.out.err)
 		d.errorCode = code
+		b.rm.stats.fetchError(code)
 		if r.out.err == nil {
 			d.highWatermark, d.lastStable, d.logStart = r.out.hw, r.out.lso, r.out.logStart
 			if r.out.diverging {
@@ -272,6 +273,8 @@ func (b *Broker) buildFetchResponse(rc *wire.RequestContext, req *kmsg.FetchRequ
 		}
 		if data[i].records == nil && r.out.res != nil {
 			r.out.res.Release() // an empty read
+		} else if !follower && data[i].records != nil {
+			b.rm.stats.fetched(r.topic, data[i].records.Size)
 		}
 		n := len(resp.topics)
 		same := n > 0 && ((v >= 13 && resp.topics[n-1].id == r.req.key.id) || (v < 13 && resp.topics[n-1].name == r.topic))

@@ -212,6 +212,9 @@ func (p *Partition) appendAsLeader(batches []byte, origin storage.AppendOrigin, 
 	if !info.Duplicate {
 		p.maybeIncrementHighWatermarkLocked()
 		p.notify.signal()
+		if origin == storage.OriginClient {
+			p.rm.stats.produced(p.tp.Topic, info)
+		}
 	}
 	return info, p.state.LeaderEpoch, nil
 }

@@ -323,6 +323,7 @@ func (p *Partition) alterPartitionDone(ch *isrChange, err error) {
 	}
 	if err == nil {
 		ch.committed = true
+		p.rm.stats.isrChanged(len(p.state.ISR), len(ch.isr))
 		return
 	}
 	p.isr.pending = nil

@@ -74,6 +74,8 @@ type ReplicaManager struct {
 	// under it, so it is never taken while holding mu.
 	watchMu  sync.Mutex
 	watchers map[string]map[*leadershipWatcher]struct{}
+
+	stats brokerStats // metrics.go
 }
 
 func newReplicaManager(nodeID int32, logs LogManager, cfg *config.Config, logger *slog.Logger, now func() time.Time, closing chan struct{}) *ReplicaManager {

@@ -50,6 +50,8 @@ type conn struct {
 	// sasl is the authentication state of a SASL listener's connection,
 	// nil on other listeners.
 	sasl *saslState
+	// reqs records each request's latency and errors (metrics.go).
+	reqs *requestMetrics
 }
 
 // serve runs the connection until the client goes away, a request closes
@@ -102,7 +104,9 @@ func (c *conn) process(ctx context.Context, w *responseWriter, frame []byte) boo
 	if c.sasl != nil && !c.sasl.done {
 		return c.authenticate(ctx, w, frame)
 	}
+	start := time.Now()
 	hdr, resp, err := c.ep.dispatchAs(ctx, c.nc.RemoteAddr(), c.principal, frame)
+	defer func() { c.reqs.observe(hdr.APIKey, c.ep.serves(hdr.APIKey), time.Since(start), resp, err != nil) }()
 	if err != nil {
 		c.logRequestError(ctx, hdr, err)
 		return false

@@ -47,6 +47,9 @@ type netServer struct {
 
 	listeners []*boundListener
 
+	// requests are the request metrics of every connection (metrics.go).
+	requests *requestMetrics
+
 	// ctx is the context of every connection; cancelling it ends every
 	// handler and closes every connection.
 	ctx    context.Context
@@ -65,6 +68,7 @@ func newNetServer(log *slog.Logger, limits connLimits, sendBuf, recvBuf int) *ne
 	return &netServer{
 		log: log, limits: limits, sendBuf: sendBuf, recvBuf: recvBuf,
 		ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{},
+		requests: newRequestMetrics(),
 	}
 }
 
@@ -220,7 +224,7 @@ func (s *netServer) handle(l *boundListener, nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := &conn{nc: nc, ep: l.ep, limits: s.limits, log: log, principal: wire.AnonymousPrincipal}
+	c := &conn{nc: nc, ep: l.ep, limits: s.limits, log: log, principal: wire.AnonymousPrincipal, reqs: s.requests}
 	start := first[:]
 	if l.sec != nil && l.sec.TLS != nil {
 		// TLS starts after the sniff, so raft peers keep their plain

@@ -77,6 +77,7 @@ type Node struct {
 	broker     *broker.Broker
 	coord      *coordinators
 	mirror     *mirrorNode
+	metrics    *nodeMetrics
 	life       *lifecycle
 	lifeCancel context.CancelFunc
 	lifeDone   chan struct{}
@@ -182,12 +183,16 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 	}()
 
+	if err := n.startMetrics(); err != nil {
+		return err
+	}
 	if err := n.openDirs(); err != nil {
 		return err
 	}
 	if err := n.bindListeners(); err != nil {
 		return err
 	}
+	n.metrics.setStage(stageQuorum)
 	if err := n.openQuorum(); err != nil {
 		return err
 	}
@@ -214,6 +219,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	n.metricsStarted()
 	n.log.Info("kmirror node started", "cluster_id", n.clusterID, "roles", n.cfg.ProcessRoles,
 		"listeners", n.boundListeners(), "took", n.opts.now().Sub(begin).Round(time.Millisecond))
 	return nil

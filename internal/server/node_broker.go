@@ -42,6 +42,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.metrics.setStage(stageUnfence)
 	watch := newUnfenceWatch(n.cfg.NodeID, n.life.epoch.Load)
 	n.quorum.AddPublisher(watch)
 	lifeCtx, cancel := context.WithCancel(context.Background())
@@ -56,6 +57,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 		return fmt.Errorf("waiting for the controller to unfence broker %d: %w", n.cfg.NodeID, ctx.Err())
 	}
 
+	n.metrics.setStage(stageServices)
 	coords, err := n.startCoordinators()
 	if err != nil {
 		return err

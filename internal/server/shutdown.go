@@ -66,6 +66,7 @@ func (n *Node) hurryUp() {
 // failed start) there is no controlled shutdown.
 func (n *Node) teardown(hurry bool) error {
 	var errs []error
+	n.closeMetrics()
 	if n.net != nil {
 		n.net.closeListeners()
 	}
