@@ -76,6 +76,9 @@ type Options struct {
 	// so that the Manager moves the cleaner checkpoint back before anything
 	// is appended again (Kafka's maybeTruncateCheckpoint).
 	OnTruncate func(newEnd int64)
+	// OnFlush, if set, is told how long each flush that synced something
+	// took (the Manager's flush latency metric).
+	OnFlush func(took time.Duration)
 }
 
 // AppendOrigin says who produced an append: it decides the validation, as

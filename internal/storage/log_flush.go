@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Flush makes every batch up to the log end offset durable (fsync of the
@@ -49,6 +50,7 @@ func (l *Log) flushTo(target int64) error {
 	dirty := l.dirDirty.Swap(false)
 	dir := l.Dir()
 	l.mu.Unlock()
+	start := time.Now()
 
 	var err error
 	for _, j := range todo {
@@ -80,6 +82,9 @@ func (l *Log) flushTo(target int64) error {
 	}
 	l.lastFlushMs.Store(l.now().UnixMilli())
 	l.mu.Unlock()
+	if l.opts.OnFlush != nil && (len(todo) > 0 || dirty) {
+		l.opts.OnFlush(time.Since(start))
+	}
 	return nil
 }
 

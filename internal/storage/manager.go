@@ -105,6 +105,7 @@ type Manager struct {
 
 	brokerEpoch atomic.Int64
 	cleaning    cleanerState // the cleaner threads' bookkeeping (cleaner_manager.go)
+	flushes     flushMetric  // metrics.go
 	stop        chan struct{}
 	wake        chan struct{}
 	wg          sync.WaitGroup
@@ -129,12 +130,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		return nil, fmt.Errorf("storage manager: default log config: %w", err)
 	}
 	m := &Manager{
-		cfg:    cfg,
-		logger: cfg.Logger,
-		logs:   make(map[TopicPartition]*Log),
-		logDir: make(map[TopicPartition]*logDir),
-		stop:   make(chan struct{}),
-		wake:   make(chan struct{}, 1),
+		cfg:     cfg,
+		logger:  cfg.Logger,
+		logs:    make(map[TopicPartition]*Log),
+		flushes: newFlushMetric(),
+		logDir:  make(map[TopicPartition]*logDir),
+		stop:    make(chan struct{}),
+		wake:    make(chan struct{}, 1),
 	}
 	m.brokerEpoch.Store(-1)
 	for _, path := range cfg.Dirs {
@@ -270,6 +272,7 @@ func (m *Manager) loadDir(d *logDir) error {
 					ProducerIDExpiration: time.Duration(m.cfg.ProducerIDExpirationMs) * time.Millisecond,
 					MaxDecompressedBytes: m.cfg.MaxDecompressedBytes,
 					OnTruncate:           m.cleanerTruncationHook(j.tp, d),
+					OnFlush:              m.flushes.observe,
 				})
 				errMu.Lock()
 				if err != nil {
@@ -399,6 +402,7 @@ func (m *Manager) GetOrCreateLog(tp TopicPartition, topicID [16]byte, cfg LogCon
 		ProducerIDExpiration: time.Duration(m.cfg.ProducerIDExpirationMs) * time.Millisecond,
 		MaxDecompressedBytes: m.cfg.MaxDecompressedBytes,
 		OnTruncate:           m.cleanerTruncationHook(tp, best),
+		OnFlush:              m.flushes.observe,
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,6 +18,26 @@ var (
 		"Segments of the partition logs in a log directory.", []string{"dir"}, nil)
 )
 
+// flushMetric is the latency of the flushes of the manager's logs (Kafka's
+// LogFlushRateAndTimeMs): each flush that synced segments or the directory
+// is one observation, timed around its fsyncs (a flush with nothing to sync
+// is not counted).
+type flushMetric struct{ h prometheus.Histogram }
+
+// flushBuckets span an fsync of a page-cache-warm segment on an SSD to a
+// slow disk's stall.
+var flushBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+func newFlushMetric() flushMetric {
+	return flushMetric{prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kmirror_log_flush_duration_seconds",
+		Help:    "Time a flush of a partition log took (fsync of its segments, indexes and directory); the count is the number of flushes.",
+		Buckets: flushBuckets,
+	})}
+}
+
+func (f *flushMetric) observe(took time.Duration) { f.h.Observe(took.Seconds()) }
+
 // Collector returns the manager's Prometheus collector.
 func (m *Manager) Collector() prometheus.Collector { return managerCollector{m} }
 
@@ -26,6 +48,7 @@ func (c managerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- logDirPartitionsDesc
 	ch <- logDirSizeDesc
 	ch <- logDirSegmentsDesc
+	c.m.flushes.h.Describe(ch)
 }
 
 // dirFigures are the scrape-time totals of one log directory.
@@ -55,4 +78,5 @@ func (c managerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(logDirSizeDesc, prometheus.GaugeValue, float64(f.size), path)
 		ch <- prometheus.MustNewConstMetric(logDirSegmentsDesc, prometheus.GaugeValue, float64(f.segments), path)
 	}
+	c.m.flushes.h.Collect(ch)
 }
