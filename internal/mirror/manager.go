@@ -32,6 +32,11 @@ type ManagerConfig struct {
 	// HealthInterval is how often fetch states are checked for errors that
 	// call for new source metadata (and recorded for DescribeMirrors).
 	HealthInterval time.Duration
+	// LagRefreshInterval is the age past which a partition's source high
+	// watermark, when no fetch response brought a newer one, is asked for
+	// with ListOffsets (lag.go); default the smaller of 5 s and
+	// MetadataRefreshInterval.
+	LagRefreshInterval time.Duration
 	// Fetcher settings (Kafka's replica.fetch.* names).
 	NumFetchers            int
 	FetchMaxBytes          int32
@@ -55,6 +60,9 @@ func (c *ManagerConfig) defaults() {
 	}
 	if c.HealthInterval <= 0 {
 		c.HealthInterval = 500 * time.Millisecond
+	}
+	if c.LagRefreshInterval <= 0 {
+		c.LagRefreshInterval = min(5*time.Second, c.MetadataRefreshInterval)
 	}
 	if c.NumFetchers <= 0 {
 		c.NumFetchers = 1

@@ -302,13 +302,17 @@ func (s *source) stopFetching(d *driver) {
 func (s *source) run() {
 	health := time.NewTicker(s.m.cfg.HealthInterval)
 	defer health.Stop()
-	var lastRefresh time.Time
+	var lastRefresh, lastLag time.Time
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.refresh:
 		case <-health.C:
+			if now := s.m.cfg.Now(); now.Sub(lastLag) >= s.m.cfg.LagRefreshInterval {
+				lastLag = now
+				s.refreshLag()
+			}
 			if !s.needsRefresh() && s.m.cfg.Now().Sub(lastRefresh) < s.m.cfg.MetadataRefreshInterval {
 				continue
 			}

@@ -31,7 +31,7 @@ func (t *fetchTarget) Append(batches []byte) (int64, error) {
 	if err != nil {
 		return -1, err
 	}
-	t.stats.fetched(t.now())
+	t.stats.appended(info, t.now())
 	if info.LastOffset >= 0 && t.onEpochAbove != nil {
 		// Epochs only grow along a log: the latest is the greatest.
 		if e, ok := t.LatestEpoch(); ok && e > t.leaderEpoch {
@@ -91,7 +91,7 @@ func (t *fetchTarget) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // watermark is a figure for DescribeMirrors (the destination's own high
 // watermark follows its own followers).
 func (t *fetchTarget) SetHighWatermark(hw int64) {
-	t.stats.sourceHW(hw, t.now())
+	t.stats.sourceHW(hw, t.LogEndOffset(), t.now())
 }
 
 // MaybeIncrementLogStartOffset implements replication.Target: the source's
@@ -99,8 +99,8 @@ func (t *fetchTarget) SetHighWatermark(hw int64) {
 // retention.
 func (t *fetchTarget) MaybeIncrementLogStartOffset(offset int64) { t.stats.sourceLogStart(offset) }
 
-// liveStats are a partition's mirroring figures for DescribeMirrors, kept
-// by its leader in memory.
+// liveStats are a partition's mirroring figures for DescribeMirrors and
+// the metrics, kept by its leader in memory.
 type liveStats struct {
 	mu          sync.Mutex
 	srcHW       int64
@@ -108,22 +108,30 @@ type liveStats struct {
 	lastFetch   time.Time
 	lastErr     string
 	stateChange time.Time
+	lag         lagClock // lag.go
 }
 
 func newLiveStats(now time.Time) *liveStats {
-	return &liveStats{srcHW: -1, srcLogStart: -1, stateChange: now}
+	return &liveStats{srcHW: -1, srcLogStart: -1, stateChange: now, lag: newLagClock()}
 }
 
-func (s *liveStats) fetched(now time.Time) {
+// appended records a mirrored append.
+func (s *liveStats) appended(info storage.AppendInfo, now time.Time) {
 	s.mu.Lock()
 	s.lastFetch = now
+	if info.NumRecords > 0 {
+		s.lag.mirrored(info.MaxTimestamp)
+	}
 	s.mu.Unlock()
 }
 
-func (s *liveStats) sourceHW(hw int64, now time.Time) {
+// sourceHW records the source's high watermark of a fetch response, after
+// its records were appended (leo is the log end offset then).
+func (s *liveStats) sourceHW(hw, leo int64, now time.Time) {
 	s.mu.Lock()
 	s.srcHW, s.lastFetch = hw, now
 	s.lastErr = ""
+	s.lag.observed(hw, leo, now)
 	s.mu.Unlock()
 }
 
@@ -150,10 +158,12 @@ type statsSnapshot struct {
 	SourceHW, SourceLogStart int64
 	LastFetch, StateChange   time.Time
 	LastError                string
+	Lag                      lagClock
 }
 
 func (s *liveStats) snapshot() statsSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return statsSnapshot{SourceHW: s.srcHW, SourceLogStart: s.srcLogStart, LastFetch: s.lastFetch, StateChange: s.stateChange, LastError: s.lastErr}
+	return statsSnapshot{SourceHW: s.srcHW, SourceLogStart: s.srcLogStart, LastFetch: s.lastFetch, StateChange: s.stateChange,
+		LastError: s.lastErr, Lag: s.lag}
 }
