@@ -22,7 +22,10 @@ type topicAuthz struct {
 	op kmsg.ACLOperation
 	// all is set when every topic is allowed: no authorizer, or a right
 	// that covers the whole request (CLUSTER_ACTION of a follower).
-	all  bool
+	all bool
+	// none is set when no topic is allowed (a follower's request without
+	// CLUSTER_ACTION).
+	none bool
 	seen map[string]bool
 }
 
@@ -36,6 +39,9 @@ func (a *topicAuthz) allowed(topic string) bool {
 	if a.all {
 		return true
 	}
+	if a.none {
+		return false
+	}
 	if ok, found := a.seen[topic]; found {
 		return ok
 	}
@@ -45,6 +51,35 @@ func (a *topicAuthz) allowed(topic string) bool {
 	ok := a.rc.Authorize(a.op, kmsg.ACLResourceTypeTopic, topic)
 	a.seen[topic] = ok
 	return ok
+}
+
+// replicaTopicAuthz returns the topic checks of a request that a follower
+// replica may send (ListOffsets, OffsetForLeaderEpoch): CLUSTER_ACTION on
+// the cluster, the inter-broker right, allows every topic. Without it a
+// request from a replica (replica true) is refused on every topic, and any
+// other needs op on each topic.
+func replicaTopicAuthz(rc *wire.RequestContext, replica bool, op kmsg.ACLOperation) *topicAuthz {
+	a := newTopicAuthz(rc, op)
+	if a.all {
+		return a
+	}
+	if rc.AuthorizeCluster(kmsg.ACLOperationClusterAction) {
+		a.all = true
+	} else if replica {
+		a.none = true
+	}
+	return a
+}
+
+// newCreateAuthz returns the checks of topic creation (CreateTopics,
+// Metadata's auto-creation): CREATE on the cluster allows any topic,
+// otherwise each topic needs CREATE.
+func newCreateAuthz(rc *wire.RequestContext) *topicAuthz {
+	a := newTopicAuthz(rc, kmsg.ACLOperationCreate)
+	if !a.all && rc.AuthorizeCluster(kmsg.ACLOperationCreate) {
+		a.all = true
+	}
+	return a
 }
 
 // authorizing reports whether rc has an authorizer to ask: without one

@@ -19,7 +19,8 @@ import (
 // then REQUEST_TIMED_OUT) until the partition's low watermark — the least
 // log start offset of the leader and its ISR followers, which follow the
 // leader's through their fetches — has reached the new log start, and
-// carries that low watermark.
+// carries that low watermark. Each topic needs DELETE
+// (TOPIC_AUTHORIZATION_FAILED otherwise).
 func (b *Broker) handleDeleteRecords(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.DeleteRecordsRequest)
 	if !ok {
@@ -33,6 +34,7 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *wire.RequestContex
 		required int64
 	}
 	var waits []pending
+	topics := newTopicAuthz(rc, kmsg.ACLOperationDelete)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
@@ -44,6 +46,8 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, rc *wire.RequestContex
 			var err error
 			var part *Partition
 			switch _, _, known := currentLeader(img, tp); {
+			case !topics.allowed(t.Topic):
+				err = errTopicAuthz
 			case !known:
 				err = errf(kerr.UnknownTopicOrPartition, "partition %s does not exist", tp)
 			case isInternalTopic(t.Topic):

@@ -13,7 +13,8 @@ import (
 // handleDescribeProducers serves DescribeProducers v0: the active
 // producers of each requested partition this node leads, with their epoch,
 // last sequence and timestamp, coordinator epoch and the start of their
-// ongoing transaction.
+// ongoing transaction. Each topic needs READ (TOPIC_AUTHORIZATION_FAILED
+// otherwise), as in Kafka.
 func (b *Broker) handleDescribeProducers(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.DescribeProducersRequest)
 	if !ok {
@@ -21,6 +22,7 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, rc *wire.RequestCo
 	}
 	img := b.image()
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	topics := newTopicAuthz(rc, kmsg.ACLOperationRead)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
@@ -29,7 +31,9 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, rc *wire.RequestCo
 			rp.Partition = pid
 			tp := storage.TopicPartition{Topic: t.Topic, Partition: pid}
 			var err error
-			if _, _, known := currentLeader(img, tp); !known {
+			if !topics.allowed(t.Topic) {
+				err = errTopicAuthz
+			} else if _, _, known := currentLeader(img, tp); !known {
 				err = errf(kerr.UnknownTopicOrPartition, "partition %s does not exist", tp)
 			} else if part, local := b.rm.Partition(tp); !local {
 				err = errf(kerr.NotLeaderForPartition, "broker %d does not host %s", b.cfg.NodeID, tp)

@@ -23,6 +23,9 @@ const (
 // timestamp, -4 the log start offset (earliest local), any other value the
 // first offset whose timestamp is at or after it; each answer carries the
 // leader epoch of that offset. A partition listed twice is INVALID_REQUEST.
+// A consumer needs DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED
+// otherwise); a follower (a replica id) CLUSTER_ACTION, since it is told
+// the log end offset rather than the high watermark.
 func (b *Broker) handleListOffsets(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.ListOffsetsRequest)
 	if !ok {
@@ -39,6 +42,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *wire.RequestContext,
 	consumer := req.ReplicaID == consumerReplicaID
 	committed := req.Version >= 2 && req.IsolationLevel == 1
 	requireLeader := req.ReplicaID != debuggingReplicaID
+	topics := replicaTopicAuthz(rc, req.ReplicaID >= 0, kmsg.ACLOperationDescribe)
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
@@ -50,9 +54,12 @@ func (b *Broker) handleListOffsets(ctx context.Context, rc *wire.RequestContext,
 			if req.Version >= 4 {
 				current = p.CurrentLeaderEpoch
 			}
-			if count[tp] > 1 {
+			switch {
+			case !topics.allowed(t.Topic):
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case count[tp] > 1:
 				rp.ErrorCode = kerr.InvalidRequest.Code
-			} else {
+			default:
 				to, found, err := b.listOffset(img, tp, p.Timestamp, consumer, committed, current, requireLeader)
 				rp.ErrorCode = errorCode(err)
 				if err == nil && found {

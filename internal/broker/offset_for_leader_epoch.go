@@ -14,7 +14,9 @@ import (
 // partition this node leads, the largest leader epoch at or below the
 // requested one that its epoch cache knows and the offset where that epoch
 // ends (the log end offset for the current epoch); -1/-1 for an epoch it
-// cannot answer. CurrentLeaderEpoch (v2+) is fenced as for Fetch.
+// cannot answer. CurrentLeaderEpoch (v2+) is fenced as for Fetch. As in
+// Kafka, CLUSTER_ACTION (a follower) allows every topic and otherwise each
+// topic needs DESCRIBE (a consumer checking for truncation, KIP-320).
 func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	if !ok {
@@ -22,6 +24,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *wire.Reques
 	}
 	img := b.image()
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	topics := replicaTopicAuthz(rc, false, kmsg.ACLOperationDescribe)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
@@ -34,7 +37,9 @@ func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, rc *wire.Reques
 			}
 			tp := storage.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			var err error
-			if _, _, known := currentLeader(img, tp); !known {
+			if !topics.allowed(t.Topic) {
+				err = errTopicAuthz
+			} else if _, _, known := currentLeader(img, tp); !known {
 				err = errf(kerr.UnknownTopicOrPartition, "partition %s does not exist", tp)
 			} else if part, local := b.rm.Partition(tp); !local {
 				err = errf(kerr.NotLeaderForPartition, "broker %d does not host %s", b.cfg.NodeID, tp)
