@@ -41,6 +41,13 @@ const autoCreateTimeout = 30 * time.Second
 // and offline replicas. A missing topic is created through the controller
 // when auto.create.topics.enable and the request allow it, and answered
 // LEADER_NOT_AVAILABLE until it exists.
+//
+// As in Kafka, a topic is shown only with DESCRIBE on it: a listing of all
+// topics leaves the others out, a named topic without it is answered
+// TOPIC_AUTHORIZATION_FAILED (by id: the id without the name), and a
+// missing topic that would be auto-created (the broker and the request
+// allow it) needs CREATE on the cluster or on the topic, else it is
+// answered TOPIC_AUTHORIZATION_FAILED rather than created.
 func (b *Broker) handleMetadata(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.MetadataRequest)
 	if !ok {
@@ -71,19 +78,31 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *wire.RequestContext, kr
 		topicOps = topicAuthorizedOperations(rc)
 	}
 
+	describe := newTopicAuthz(rc, kmsg.ACLOperationDescribe)
 	if req.Topics == nil || (v == 0 && len(req.Topics) == 0) {
 		for _, t := range img.Topics() {
+			if !describe.allowed(t.Name) {
+				continue
+			}
 			resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, topicOps))
 		}
 		return resp, nil
 	}
 	cfg := b.rm.Config()
 	allowAuto := cfg.AutoCreateTopicsEnable && (v < 4 || req.AllowAutoTopicCreation)
+	create := newCreateAuthz(rc)
 	for _, rt := range req.Topics {
 		if rt.Topic == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID = rt.TopicID
 			if t, ok := img.TopicByID(rt.TopicID); ok && v >= 10 {
+				if !describe.allowed(t.Name) {
+					// Topic ids are not secret: the id is answered back,
+					// never the name.
+					mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					resp.Topics = append(resp.Topics, mt)
+					continue
+				}
 				resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, topicOps))
 				continue
 			}
@@ -92,6 +111,13 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *wire.RequestContext, kr
 			continue
 		}
 		name := *rt.Topic
+		if !describe.allowed(name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if t, ok := img.Topic(name); ok {
 			resp.Topics = append(resp.Topics, topicMetadata(img, t, v, listener, topicOps))
 			continue
@@ -100,6 +126,9 @@ func (b *Broker) handleMetadata(ctx context.Context, rc *wire.RequestContext, kr
 		mt.Topic = rt.Topic
 		mt.IsInternal = isInternalTopic(name)
 		switch {
+		case allowAuto && !create.allowed(name):
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			mt.IsInternal = false
 		case !allowAuto || isInternalTopic(name):
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		case validateTopicName(name) != nil:
