@@ -26,6 +26,10 @@ func (b *Broker) handleInitProducerID(ctx context.Context, rc *wire.RequestConte
 	}
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if err := authorizeInitProducerID(rc, req); err != nil {
+		resp.ErrorCode = err.Code
+		return resp, nil
+	}
 	if (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
@@ -48,4 +52,25 @@ func (b *Broker) handleInitProducerID(ctx context.Context, rc *wire.RequestConte
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
+}
+
+// authorizeInitProducerID is Kafka's check of InitProducerId: WRITE on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or for an
+// idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on at least
+// one topic (CLUSTER_AUTHORIZATION_FAILED), since an id is worth nothing to
+// a principal that may write nowhere.
+func authorizeInitProducerID(rc *wire.RequestContext, req *kmsg.InitProducerIDRequest) *kerr.Error {
+	if !authorizing(rc) {
+		return nil
+	}
+	if req.TransactionalID != nil {
+		if !rc.Authorize(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionalID) {
+			return kerr.TransactionalIDAuthorizationFailed
+		}
+		return nil
+	}
+	if rc.AuthorizeCluster(kmsg.ACLOperationIdempotentWrite) || rc.AuthorizeAny(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+		return nil
+	}
+	return kerr.ClusterAuthorizationFailed
 }
