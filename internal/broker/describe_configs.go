@@ -17,7 +17,9 @@ import (
 // topic's overrides over the broker defaults, with each value's source),
 // this broker (static and dynamic configs) and the cluster-wide dynamic
 // broker defaults (an empty broker name). Synonyms (v1+) and documentation
-// (v3+) come when asked for; sensitive values are never returned.
+// (v3+) come when asked for; sensitive values are never returned. Each
+// resource needs DESCRIBE_CONFIGS on its ACL resource (see
+// authorizeConfigResource).
 func (b *Broker) handleDescribeConfigs(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.DescribeConfigsRequest)
 	if !ok {
@@ -34,6 +36,11 @@ func (b *Broker) handleDescribeConfigs(ctx context.Context, rc *wire.RequestCont
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		var resolved []config.ResolvedConfig
 		var err error
+		if aerr := authorizeConfigResource(rc, res.ResourceType, res.ResourceName, kmsg.ACLOperationDescribeConfigs); aerr != nil {
+			rr.ErrorCode = aerr.Code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		switch int8(res.ResourceType) {
 		case metadata.ResourceTopic:
 			if e := validateTopicName(res.ResourceName); e != nil {
