@@ -16,7 +16,8 @@ import (
 // decide: a broker forwards them unchanged (same request, same version) and
 // returns the controller's answer. When no controller answers, every item
 // of the request gets NOT_CONTROLLER (which clients retry) or, if the
-// request's context ended, REQUEST_TIMED_OUT.
+// request's context ended, REQUEST_TIMED_OUT. The client's rights are
+// checked before forwarding (forward_authz.go).
 
 // createTopicsVisibleWait caps how long CreateTopics waits for the created
 // topics to reach this broker's metadata image.
@@ -27,7 +28,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, rc *wire.RequestContext
 	if !ok {
 		return nil, requestTypeError("CreateTopics", kreq)
 	}
-	resp, err := b.forward(ctx, req)
+	fwd, refused := authorizeCreateTopics(rc, req)
+	resp, err := b.forwardRest(ctx, req, fwd, len(fwd.Topics) == 0 && len(refused) > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +37,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, rc *wire.RequestContext
 	if !ok {
 		return resp, nil
 	}
+	hideUndescribedConfigs(rc, r)
+	r.Topics = append(r.Topics, refused...)
 	if !req.ValidateOnly && req.TimeoutMillis > 0 {
 		var created []string
 		for _, t := range r.Topics {
@@ -67,31 +71,55 @@ func (b *Broker) waitForTopics(ctx context.Context, names []string, wait time.Du
 }
 
 func (b *Broker) handleDeleteTopics(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
-	if _, ok := kreq.(*kmsg.DeleteTopicsRequest); !ok {
+	req, ok := kreq.(*kmsg.DeleteTopicsRequest)
+	if !ok {
 		return nil, requestTypeError("DeleteTopics", kreq)
 	}
-	return b.forward(ctx, kreq)
+	fwd, refused := authorizeDeleteTopics(rc, b.image(), req)
+	resp, err := b.forwardRest(ctx, req, fwd, len(fwd.Topics) == 0 && len(fwd.TopicNames) == 0 && len(refused) > 0)
+	if r, ok := resp.(*kmsg.DeleteTopicsResponse); ok && err == nil {
+		r.Topics = append(r.Topics, refused...)
+	}
+	return resp, err
 }
 
 func (b *Broker) handleCreatePartitions(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
-	if _, ok := kreq.(*kmsg.CreatePartitionsRequest); !ok {
+	req, ok := kreq.(*kmsg.CreatePartitionsRequest)
+	if !ok {
 		return nil, requestTypeError("CreatePartitions", kreq)
 	}
-	return b.forward(ctx, kreq)
+	fwd, refused := authorizeCreatePartitions(rc, req)
+	resp, err := b.forwardRest(ctx, req, fwd, len(fwd.Topics) == 0 && len(refused) > 0)
+	if r, ok := resp.(*kmsg.CreatePartitionsResponse); ok && err == nil {
+		r.Topics = append(r.Topics, refused...)
+	}
+	return resp, err
 }
 
 func (b *Broker) handleAlterConfigs(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
-	if _, ok := kreq.(*kmsg.AlterConfigsRequest); !ok {
+	req, ok := kreq.(*kmsg.AlterConfigsRequest)
+	if !ok {
 		return nil, requestTypeError("AlterConfigs", kreq)
 	}
-	return b.forward(ctx, kreq)
+	fwd, refused := authorizeAlterConfigs(rc, req)
+	resp, err := b.forwardRest(ctx, req, fwd, len(fwd.Resources) == 0 && len(refused) > 0)
+	if r, ok := resp.(*kmsg.AlterConfigsResponse); ok && err == nil {
+		r.Resources = append(r.Resources, refused...)
+	}
+	return resp, err
 }
 
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
-	if _, ok := kreq.(*kmsg.IncrementalAlterConfigsRequest); !ok {
+	req, ok := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	if !ok {
 		return nil, requestTypeError("IncrementalAlterConfigs", kreq)
 	}
-	return b.forward(ctx, kreq)
+	fwd, refused := authorizeIncrementalAlterConfigs(rc, req)
+	resp, err := b.forwardRest(ctx, req, fwd, len(fwd.Resources) == 0 && len(refused) > 0)
+	if r, ok := resp.(*kmsg.IncrementalAlterConfigsResponse); ok && err == nil {
+		r.Resources = append(r.Resources, refused...)
+	}
+	return resp, err
 }
 
 // forward sends req to the active controller and returns its response at
