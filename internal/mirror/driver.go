@@ -245,6 +245,7 @@ func (d *driver) step(ev Event) stepOutcome {
 				return stepOK
 			}
 			d.stats.entered(d.m.cfg.Now())
+			d.failoverProgress(d.machine.Status.State, next.Status.State, d.m.cfg.Now())
 			if next.Status.State != d.machine.Status.State {
 				d.log.Info("mirror partition state", "from", d.machine.Status.State, "to", next.Status.State,
 					"state_epoch", next.Status.StateEpoch, "desired", next.Desired, "last_error", next.Status.LastError)

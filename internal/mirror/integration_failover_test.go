@@ -73,6 +73,9 @@ func TestFailover(t *testing.T) {
 	waitStates(t, b, "m", "pay", parts, wire.MirrorStateStopped)
 	stop()
 	wg.Wait()
+	if n := histogramCount(t, bn, "kmirror_mirror_failover_duration_seconds", map[string]string{"mirror": "m"}); n != parts {
+		t.Errorf("failover duration histogram counted %d failovers, want %d", n, parts)
+	}
 
 	for p := range int32(parts) {
 		_, data := logBytes(t, bn, "pay", p)

@@ -154,6 +154,8 @@ type Manager struct {
 	drivers map[storage.TopicPartition]*driver
 	syncs   *syncRunner // nil without SyncDeps.Controller
 
+	stats *managerStats // metrics.go
+
 	wg sync.WaitGroup
 }
 
@@ -175,6 +177,7 @@ func NewManager(cfg ManagerConfig, deps ManagerDeps) (*Manager, error) {
 		img:     metadata.EmptyImage(),
 		sources: map[string]*source{},
 		drivers: map[storage.TopicPartition]*driver{},
+		stats:   newManagerStats(),
 	}
 	m.syncs = newSyncRunner(m)
 	return m, nil

@@ -93,6 +93,7 @@ func newSource(m *Manager, name string, cfgs map[string]string) *source {
 		missing:  map[string]int{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	m.stats.sourceOpened(s)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -117,6 +118,7 @@ func (s *source) close() {
 	if f != nil {
 		_ = f.Close()
 	}
+	s.m.stats.sourceClosed(s, f)
 	if cl != nil {
 		cl.Close()
 	}

@@ -183,6 +183,9 @@ func (s *mirrorSync) record(kind string, err error) {
 		st.lastError = explainSourceError(err)
 	}
 	s.mu.Unlock()
+	if err != nil {
+		s.r.m.stats.syncFailed(s.name, kind)
+	}
 	switch {
 	case err != nil && st.lastError != prevErr:
 		s.log.Warn("mirror sync failed; retrying next interval", "sync", kind, "error", st.lastError)

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/broker"
@@ -109,6 +110,13 @@ type liveStats struct {
 	lastErr     string
 	stateChange time.Time
 	lag         lagClock // lag.go
+	// failoverStart is when the partition's failover began (metrics.go),
+	// zero when none is under way.
+	failoverStart time.Time
+
+	// Running totals of the mirrored appends (metrics.go), outside mu:
+	// the fetcher adds to them once per append.
+	bytes, records atomic.Uint64
 }
 
 func newLiveStats(now time.Time) *liveStats {
@@ -117,6 +125,8 @@ func newLiveStats(now time.Time) *liveStats {
 
 // appended records a mirrored append.
 func (s *liveStats) appended(info storage.AppendInfo, now time.Time) {
+	s.bytes.Add(uint64(info.Bytes))
+	s.records.Add(uint64(info.NumRecords))
 	s.mu.Lock()
 	s.lastFetch = now
 	if info.NumRecords > 0 {
@@ -159,11 +169,12 @@ type statsSnapshot struct {
 	LastFetch, StateChange   time.Time
 	LastError                string
 	Lag                      lagClock
+	Bytes, Records           uint64
 }
 
 func (s *liveStats) snapshot() statsSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return statsSnapshot{SourceHW: s.srcHW, SourceLogStart: s.srcLogStart, LastFetch: s.lastFetch, StateChange: s.stateChange,
-		LastError: s.lastErr, Lag: s.lag}
+		LastError: s.lastErr, Lag: s.lag, Bytes: s.bytes.Load(), Records: s.records.Load()}
 }
