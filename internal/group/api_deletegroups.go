@@ -12,10 +12,17 @@ import (
 
 // handleDeleteGroups serves DeleteGroups v0-v2: an Empty group is deleted
 // with all its offsets; a group with members is not (NON_EMPTY_GROUP).
+// Each group needs DELETE (GROUP_AUTHORIZATION_FAILED).
 func (c *Coordinator) handleDeleteGroups(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range req.Groups {
+		if !groupAllowed(rc, kmsg.ACLOperationDelete, id) {
+			r := kmsg.NewDeleteGroupsResponseGroup()
+			r.Group, r.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, r)
+			continue
+		}
 		rep, err := c.call(ctx, c.PartitionFor(id), func(err error) Reply { return Reply{Err: offsetStoreError(err)} },
 			func(rid RequestID) coordinator.Op[*shard] {
 				return func(s *shard) (coordinator.Result, error) { return s.deleteGroup(rid, id), nil }

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/wire"
@@ -18,7 +19,8 @@ const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
 const authorizedOperationsOmitted = -2147483648
 
 // handleDescribeGroups serves DescribeGroups v0-v5. An unknown group is
-// described as Dead with no members, as Kafka does.
+// described as Dead with no members, as Kafka does. A group without
+// DESCRIBE is answered GROUP_AUTHORIZATION_FAILED and nothing else.
 func (c *Coordinator) handleDescribeGroups(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
@@ -26,6 +28,11 @@ func (c *Coordinator) handleDescribeGroups(ctx context.Context, rc *wire.Request
 		d := kmsg.NewDescribeGroupsResponseGroup()
 		d.Group = id
 		d.AuthorizedOperations = authorizedOperationsOmitted
+		if !groupAllowed(rc, kmsg.ACLOperationDescribe, id) {
+			d.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, d)
+			continue
+		}
 		if req.IncludeAuthorizedOperations {
 			d.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeGroup, id)
 		}

@@ -19,7 +19,10 @@ const (
 // key is the leader of the key's partition of the coordinator's internal
 // topic, at its endpoint for the listener the request came in on. The
 // first lookup of a coordinator type creates its topic, and is answered
-// COORDINATOR_NOT_AVAILABLE until the partition has a leader.
+// COORDINATOR_NOT_AVAILABLE until the partition has a leader. Each key
+// needs DESCRIBE on its group or transactional id (GROUP_ or
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked before its coordinator
+// is looked up.
 func (c *Coordinator) handleFindCoordinator(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -50,8 +53,14 @@ func (c *Coordinator) findCoordinator(ctx context.Context, rc *wire.RequestConte
 	var resolver CoordinatorResolver
 	switch keyType {
 	case keyTypeGroup:
+		if !groupAllowed(rc, kmsg.ACLOperationDescribe, key) {
+			return fail(kerr.GroupAuthorizationFailed)
+		}
 		resolver = c
 	case keyTypeTransaction:
+		if !rc.Authorize(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key) {
+			return fail(kerr.TransactionalIDAuthorizationFailed)
+		}
 		resolver = c.txnResolver()
 		if resolver == nil {
 			return fail(kerr.CoordinatorNotAvailable)

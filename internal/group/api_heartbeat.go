@@ -10,10 +10,14 @@ import (
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
-// handleHeartbeat serves Heartbeat v0-v4.
+// handleHeartbeat serves Heartbeat v0-v4. The group needs READ.
 func (c *Coordinator) handleHeartbeat(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !groupAllowed(rc, kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil

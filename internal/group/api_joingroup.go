@@ -12,10 +12,14 @@ import (
 )
 
 // handleJoinGroup serves JoinGroup v0-v9. The answer may wait for the
-// rebalance to complete.
+// rebalance to complete. The group needs READ.
 func (c *Coordinator) handleJoinGroup(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if !groupAllowed(rc, kmsg.ACLOperationRead, req.Group) {
+		fillJoin(resp, Reply{Err: kerr.GroupAuthorizationFailed, Join: &JoinResult{Generation: -1}})
+		return resp, nil
+	}
 	session := millis(req.SessionTimeoutMillis)
 	rebalance := session
 	if req.Version >= 1 {

@@ -11,10 +11,14 @@ import (
 )
 
 // handleLeaveGroup serves LeaveGroup v0-v5 (one member before v3, a batch
-// of members from v3).
+// of members from v3). The group needs READ.
 func (c *Coordinator) handleLeaveGroup(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !groupAllowed(rc, kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	var ev LeaveEvent
 	if req.Version < 3 {
 		ev.Members = []LeavingMember{{MemberID: req.MemberID}}

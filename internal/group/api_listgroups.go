@@ -18,10 +18,13 @@ const classicGroupType = "classic"
 // handleListGroups serves ListGroups v0-v5: the groups of every
 // __consumer_offsets partition this node leads, filtered by state (v4+) and
 // type (v5+). While a partition loads the answer carries
-// COORDINATOR_LOAD_IN_PROGRESS with the groups known so far.
+// COORDINATOR_LOAD_IN_PROGRESS with the groups known so far. DESCRIBE on
+// the cluster lists every group; without it only the groups the principal
+// may DESCRIBE are listed, the others left out silently.
 func (c *Coordinator) handleListGroups(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	listAll := rc.AuthorizeCluster(kmsg.ACLOperationDescribe)
 	var states []State
 	if req.Version >= 4 {
 		for _, name := range req.StatesFilter {
@@ -41,6 +44,9 @@ func (c *Coordinator) handleListGroups(ctx context.Context, rc *wire.RequestCont
 		for _, id := range s.groupIDs() {
 			g := s.groups[id]
 			if len(states) > 0 && !slices.Contains(states, g.State()) {
+				continue
+			}
+			if !listAll && !groupAllowed(rc, kmsg.ACLOperationDescribe, id) {
 				continue
 			}
 			lg := kmsg.NewListGroupsResponseGroup()

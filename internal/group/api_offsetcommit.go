@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"slices"
 	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,7 +31,8 @@ type partitionCommit struct {
 	err    *kerr.Error
 }
 
-// handleOffsetCommit serves OffsetCommit v0-v9.
+// handleOffsetCommit serves OffsetCommit v0-v9. The group needs READ (else
+// every partition is GROUP_AUTHORIZATION_FAILED) and so does each topic.
 func (c *Coordinator) handleOffsetCommit(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -39,6 +41,11 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, rc *wire.RequestCo
 		cr.memberID, cr.generation = "", -1
 	}
 	now := c.cfg.Clock.Now().UnixMilli()
+	var groupErr *kerr.Error
+	if !groupAllowed(rc, kmsg.ACLOperationRead, req.Group) {
+		groupErr = kerr.GroupAuthorizationFailed
+	}
+	topics := newTopicRights(rc, kmsg.ACLOperationRead)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			pc := partitionCommit{tp: TopicPartition{Topic: t.Topic, Partition: p.Partition}}
@@ -52,7 +59,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, rc *wire.RequestCo
 			if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
 				pc.commit.ExpireTime = now + req.RetentionTimeMillis
 			}
-			pc.err = c.checkCommit(pc)
+			pc.err = c.checkCommit(pc, groupErr, topics)
 			cr.offsets = append(cr.offsets, pc)
 		}
 	}
@@ -76,10 +83,17 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, rc *wire.RequestCo
 	return resp, nil
 }
 
-// checkCommit returns the partition's own error: an unknown topic or
+// checkCommit returns the partition's own error: the group's authorization
+// error (groupErr), the topic's (without READ), an unknown topic or
 // partition, or metadata longer than offset.metadata.max.bytes (counted in
 // UTF-16 code units, as Kafka's String.length does).
-func (c *Coordinator) checkCommit(pc partitionCommit) *kerr.Error {
+func (c *Coordinator) checkCommit(pc partitionCommit, groupErr *kerr.Error, topics *topicRights) *kerr.Error {
+	if groupErr != nil {
+		return groupErr
+	}
+	if !topics.allowed(pc.tp.Topic) {
+		return kerr.TopicAuthorizationFailed
+	}
 	if c.meta != nil {
 		t, ok := c.meta.Image().Topic(pc.tp.Topic)
 		if !ok {
@@ -105,8 +119,17 @@ func utf16Len(s string) int {
 
 // commitOffsets validates a commit against the group and writes the
 // partitions without their own error; it returns each partition's error in
-// request order.
+// request order. A commit without such a partition (all refused or
+// unknown, or none) does not reach the group, as in Kafka: it neither
+// creates the group nor checks the membership.
 func (c *Coordinator) commitOffsets(ctx context.Context, cr commitRequest) ([]*kerr.Error, error) {
+	if !slices.ContainsFunc(cr.offsets, func(pc partitionCommit) bool { return pc.err == nil }) {
+		errs := make([]*kerr.Error, len(cr.offsets))
+		for i, pc := range cr.offsets {
+			errs[i] = pc.err
+		}
+		return errs, nil
+	}
 	fail := func(err error) Reply { return Reply{Err: offsetStoreError(err)} }
 	rep, err := c.call(ctx, c.PartitionFor(cr.group), fail, func(id RequestID) coordinator.Op[*shard] {
 		return func(s *shard) (coordinator.Result, error) { return s.commitOffsets(id, cr), nil }

@@ -13,15 +13,26 @@ import (
 // handleOffsetDelete serves OffsetDelete v0: an Empty group's offsets go; a
 // consumer group with members keeps the offsets of topics it subscribes to
 // (GROUP_SUBSCRIBED_TO_TOPIC); other groups with members refuse
-// (NON_EMPTY_GROUP).
+// (NON_EMPTY_GROUP). As in Kafka the group needs DELETE (a top-level
+// GROUP_AUTHORIZATION_FAILED) and each topic READ
+// (TOPIC_AUTHORIZATION_FAILED on its partitions, which keep their offsets).
 func (c *Coordinator) handleOffsetDelete(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !groupAllowed(rc, kmsg.ACLOperationDelete, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	topics := newTopicRights(rc, kmsg.ACLOperationRead)
 	errs := map[TopicPartition]*kerr.Error{}
 	var candidates []TopicPartition
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			if !topics.allowed(t.Topic) {
+				errs[tp] = kerr.TopicAuthorizationFailed
+				continue
+			}
 			if c.meta != nil {
 				if ti, ok := c.meta.Image().Topic(t.Topic); !ok {
 					errs[tp] = kerr.UnknownTopicOrPartition

@@ -25,7 +25,8 @@ type fetchPartition struct {
 }
 
 // handleOffsetFetch serves OffsetFetch v0-v9 (several groups from v8; all
-// of a group's partitions when topics are null, from v2).
+// of a group's partitions when topics are null, from v2). Each group needs
+// DESCRIBE (see fetchAuthorized).
 func (c *Coordinator) handleOffsetFetch(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
@@ -38,7 +39,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, rc *wire.RequestCon
 					topics = append(topics, requested(t.Topic, t.Partitions))
 				}
 			}
-			gerr, got, err := c.fetchOffsets(ctx, rg.Group, topics, req.RequireStable)
+			gerr, got, err := c.fetchAuthorized(ctx, rc, rg.Group, topics, req.RequireStable)
 			if err != nil {
 				return nil, err
 			}
@@ -68,7 +69,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, rc *wire.RequestCon
 			topics = append(topics, requested(t.Topic, t.Partitions))
 		}
 	}
-	gerr, got, err := c.fetchOffsets(ctx, req.Group, topics, req.Version >= 7 && req.RequireStable)
+	gerr, got, err := c.fetchAuthorized(ctx, rc, req.Group, topics, req.Version >= 7 && req.RequireStable)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +99,50 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, rc *wire.RequestCon
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// fetchAuthorized is fetchOffsets for a principal: the group needs DESCRIBE
+// (GROUP_AUTHORIZATION_FAILED), a requested topic DESCRIBE (its partitions
+// TOPIC_AUTHORIZATION_FAILED, not read), and a request for all the group's
+// offsets leaves out the topics without it, as Kafka does. Answers keep
+// the request's order.
+func (c *Coordinator) fetchAuthorized(ctx context.Context, rc *wire.RequestContext, group string, topics []fetchTopic, requireStable bool) (*kerr.Error, []fetchTopic, error) {
+	if !groupAllowed(rc, kmsg.ACLOperationDescribe, group) {
+		return kerr.GroupAuthorizationFailed, nil, nil
+	}
+	rights := newTopicRights(rc, kmsg.ACLOperationDescribe)
+	if topics == nil {
+		gerr, got, err := c.fetchOffsets(ctx, group, nil, requireStable)
+		if gerr != nil || err != nil {
+			return gerr, got, err
+		}
+		return nil, slices.DeleteFunc(got, func(t fetchTopic) bool { return !rights.allowed(t.topic) }), nil
+	}
+	// Never nil: a nil list asks for every topic.
+	allowed := make([]fetchTopic, 0, len(topics))
+	for _, t := range topics {
+		if rights.allowed(t.topic) {
+			allowed = append(allowed, t)
+		}
+	}
+	gerr, got, err := c.fetchOffsets(ctx, group, allowed, requireStable)
+	if gerr != nil || err != nil || len(allowed) == len(topics) {
+		return gerr, got, err
+	}
+	out := make([]fetchTopic, 0, len(topics))
+	for _, t := range topics {
+		if rights.allowed(t.topic) {
+			out = append(out, got[0])
+			got = got[1:]
+			continue
+		}
+		r := fetchTopic{topic: t.topic, partitions: slices.Clone(t.partitions)}
+		for i := range r.partitions {
+			r.partitions[i].err = kerr.TopicAuthorizationFailed
+		}
+		out = append(out, r)
+	}
+	return nil, out, nil
 }
 
 // requested is a requested topic whose partitions are not answered yet.

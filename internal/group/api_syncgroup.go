@@ -12,10 +12,15 @@ import (
 )
 
 // handleSyncGroup serves SyncGroup v0-v5. A follower's answer waits for the
-// leader's assignment.
+// leader's assignment. The group needs READ.
 func (c *Coordinator) handleSyncGroup(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	if !groupAllowed(rc, kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		resp.MemberAssignment = []byte{}
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/coordinator"
@@ -11,10 +12,21 @@ import (
 
 // handleTxnOffsetCommit serves TxnOffsetCommit v0-v4: the offsets are
 // written in the producer's transaction and count only once its COMMIT
-// marker is written to the group's partition (CompleteTransaction).
+// marker is written to the group's partition (CompleteTransaction). As in
+// Kafka the transactional id needs WRITE (else every partition is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then the group READ
+// (GROUP_AUTHORIZATION_FAILED), then each topic READ.
 func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	var groupErr *kerr.Error
+	switch {
+	case !rc.Authorize(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID):
+		groupErr = kerr.TransactionalIDAuthorizationFailed
+	case !groupAllowed(rc, kmsg.ACLOperationRead, req.Group):
+		groupErr = kerr.GroupAuthorizationFailed
+	}
+	topics := newTopicRights(rc, kmsg.ACLOperationRead)
 	cr := commitRequest{
 		group:      req.Group,
 		memberID:   "",
@@ -32,7 +44,7 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, rc *wire.Reques
 			if req.Version >= 2 && p.LeaderEpoch >= 0 {
 				pc.commit.LeaderEpoch = p.LeaderEpoch
 			}
-			pc.err = c.checkCommit(pc)
+			pc.err = c.checkCommit(pc, groupErr, topics)
 			cr.offsets = append(cr.offsets, pc)
 		}
 	}

@@ -73,6 +73,8 @@ type env struct {
 	cfg   Config
 	c     *Coordinator
 	apis  map[int16]wire.API
+	// authz, when set, decides the requests' rights (see authz_test.go).
+	authz wire.Authorizer
 }
 
 func newEnv(t *testing.T, mod ...func(*Config)) *env {
@@ -176,6 +178,7 @@ func (e *env) doErr(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 		Listener:   "PLAINTEXT",
 		Principal:  wire.AnonymousPrincipal,
 		ClientAddr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 50000},
+		Authz:      e.authz,
 	}
 	resp, err := a.Handle(ctx, rc, dec)
 	if err != nil {
