@@ -61,7 +61,7 @@ var (
 		"1 when the last attempt of a mirror's sync of a kind failed, else 0; reported by the broker running the mirror's sync.",
 		[]string{"mirror", "kind"}, nil)
 	mirrorSyncErrorsDesc = prometheus.NewDesc("kmirror_mirror_sync_errors_total",
-		"Failed attempts of a mirror's sync, by kind, on this broker.",
+		"Failed attempts of a mirror's sync, by kind, on this broker (from 0 on the broker running the sync).",
 		[]string{"mirror", "kind"}, nil)
 )
 
@@ -256,13 +256,17 @@ func (c managerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mirrorThrottleDesc, m.limiter.ThrottledTime().Seconds())
 	gauge(mirrorThrottleRateDesc, float64(max(0, m.limiter.Rate())))
 
-	for k, n := range syncErrs {
-		counter(mirrorSyncErrorsDesc, float64(n), k.mirror, k.kind)
-	}
 	for name := range mirrors {
 		sts, ok := m.syncs.status(name)
 		if !ok {
 			continue
+		}
+		// The sync's counters are reported from 0 on, so that the
+		// broker running it shows them before a first failure.
+		for _, k := range SyncKinds {
+			if _, ok := syncErrs[syncKey{name, k}]; !ok {
+				syncErrs[syncKey{name, k}] = 0
+			}
 		}
 		for _, st := range sts {
 			failing := 0.0
@@ -274,6 +278,9 @@ func (c managerCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(mirrorSyncAgeDesc, max(0, now.Sub(st.lastSuccess).Seconds()), name, st.kind)
 			}
 		}
+	}
+	for k, n := range syncErrs {
+		counter(mirrorSyncErrorsDesc, float64(n), k.mirror, k.kind)
 	}
 	m.stats.failover.Collect(ch)
 }
