@@ -17,7 +17,14 @@ import (
 // KIP-890). Partitions of topics that do not exist are answered
 // UNKNOWN_TOPIC_OR_PARTITION and the others of the same transaction
 // OPERATION_NOT_ATTEMPTED, without touching the transaction, as Kafka does.
-func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, _ *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
+//
+// A producer's request needs WRITE on its transactional id (every
+// partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic
+// (TOPIC_AUTHORIZATION_FAILED, the rest OPERATION_NOT_ATTEMPTED); a
+// broker's (v4+) needs CLUSTER_ACTION, without which the whole answer is
+// CLUSTER_AUTHORIZATION_FAILED, and its partitions are not checked again:
+// the broker checked its producer's rights on Produce.
+func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	if !ok {
 		return nil, fmt.Errorf("AddPartitionsToTxn handler got %T", kreq)
@@ -25,7 +32,12 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, _ *wire.Requ
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version < 4 {
 		tps := requestPartitions(req.Topics)
-		codes := c.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, req.Version)
+		var codes map[storage.TopicPartition]int16
+		if refused, ok := authorizeAddPartitions(rc, req.TransactionalID, tps); ok {
+			codes = c.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps, req.Version)
+		} else {
+			codes = refused
+		}
 		for _, t := range groupByTopic(tps) {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.topic
@@ -37,6 +49,10 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, _ *wire.Requ
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+		return resp, nil
+	}
+	if !rc.AuthorizeCluster(kmsg.ACLOperationClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	for _, t := range req.Transactions {
@@ -69,6 +85,36 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, _ *wire.Requ
 		resp.Transactions = append(resp.Transactions, rtx)
 	}
 	return resp, nil
+}
+
+// authorizeAddPartitions checks a producer's AddPartitionsToTxn: ok when
+// the principal may write the transactional id and every topic; otherwise
+// the answer of every partition.
+func authorizeAddPartitions(rc *wire.RequestContext, id string, tps []storage.TopicPartition) (map[storage.TopicPartition]int16, bool) {
+	codes := make(map[storage.TopicPartition]int16, len(tps))
+	if !txnIDAllowed(rc, kmsg.ACLOperationWrite, id) {
+		for _, tp := range tps {
+			codes[tp] = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		return codes, false
+	}
+	allowed := topicsAllowed(rc, kmsg.ACLOperationWrite, tps)
+	refused := false
+	for _, tp := range tps {
+		if !allowed[tp.Topic] {
+			codes[tp] = kerr.TopicAuthorizationFailed.Code
+			refused = true
+		}
+	}
+	if !refused {
+		return nil, true
+	}
+	for _, tp := range tps {
+		if codes[tp] == 0 {
+			codes[tp] = kerr.OperationNotAttempted.Code
+		}
+	}
+	return codes, false
 }
 
 // addPartitions adds tps to the transaction and returns each partition's

@@ -12,17 +12,33 @@ import (
 
 // handleDescribeTransactions serves DescribeTransactions v0: the state of
 // each transactional id this node coordinates; NOT_COORDINATOR for the
-// others, TRANSACTIONAL_ID_NOT_FOUND for unknown ones.
-func (c *Coordinator) handleDescribeTransactions(ctx context.Context, _ *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
+// others, TRANSACTIONAL_ID_NOT_FOUND for unknown ones. Each id needs
+// DESCRIBE (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and the partitions of
+// topics without DESCRIBE are left out of its answer, as Kafka does.
+func (c *Coordinator) handleDescribeTransactions(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.DescribeTransactionsRequest)
 	if !ok {
 		return nil, fmt.Errorf("DescribeTransactions handler got %T", kreq)
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	topics := map[string]bool{}
+	describable := func(topic string) bool {
+		ok, done := topics[topic]
+		if !done {
+			ok = rc.Authorize(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+			topics[topic] = ok
+		}
+		return ok
+	}
 	for _, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
 		st.ProducerID, st.ProducerEpoch, st.StartTimestamp = NoProducerID, NoProducerEpoch, -1
+		if !txnIDAllowed(rc, kmsg.ACLOperationDescribe, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		t, err := c.describe(ctx, id)
 		switch {
 		case err != nil:
@@ -33,6 +49,9 @@ func (c *Coordinator) handleDescribeTransactions(ctx context.Context, _ *wire.Re
 			st.StartTimestamp = t.StartTime
 			st.ProducerID, st.ProducerEpoch = t.ProducerID, t.ProducerEpoch
 			for _, g := range groupByTopic(t.Partitions) {
+				if !describable(g.topic) {
+					continue
+				}
 				rt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 				rt.Topic, rt.Partitions = g.topic, g.partitions
 				st.Topics = append(st.Topics, rt)

@@ -13,13 +13,17 @@ import (
 // handleEndTxn serves EndTxn v0-v4: PrepareCommit or PrepareAbort is
 // written and the client answered; the markers and the completion follow in
 // the background, and until they are done the transactional id answers
-// CONCURRENT_TRANSACTIONS.
-func (c *Coordinator) handleEndTxn(ctx context.Context, _ *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
+// CONCURRENT_TRANSACTIONS. It needs WRITE on the transactional id.
+func (c *Coordinator) handleEndTxn(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.EndTxnRequest)
 	if !ok {
 		return nil, fmt.Errorf("EndTxn handler got %T", kreq)
 	}
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if !txnIDAllowed(rc, kmsg.ACLOperationWrite, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.TransactionalID == "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil

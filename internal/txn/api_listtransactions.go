@@ -16,8 +16,9 @@ import (
 // ids this node coordinates, filtered by state names (unknown names are
 // listed back; asking only for unknown states matches nothing), producer
 // ids and (v1) a minimum running time. While a partition is loading the
-// answer is COORDINATOR_LOAD_IN_PROGRESS.
-func (c *Coordinator) handleListTransactions(ctx context.Context, _ *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
+// answer is COORDINATOR_LOAD_IN_PROGRESS. Only the ids the principal may
+// DESCRIBE are listed.
+func (c *Coordinator) handleListTransactions(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
 	req, ok := kreq.(*kmsg.ListTransactionsRequest)
 	if !ok {
 		return nil, fmt.Errorf("ListTransactions handler got %T", kreq)
@@ -49,6 +50,7 @@ func (c *Coordinator) handleListTransactions(ctx context.Context, _ *wire.Reques
 			case len(states) > 0 && !states[t.State]:
 			case len(pids) > 0 && !pids[t.ProducerID]:
 			case minDuration >= 0 && now-t.StartTime <= minDuration:
+			case !txnIDAllowed(rc, kmsg.ACLOperationDescribe, t.ID):
 			default:
 				st := kmsg.NewListTransactionsResponseTransactionState()
 				st.TransactionalID, st.ProducerID, st.TransactionState = t.ID, t.ProducerID, t.State.String()

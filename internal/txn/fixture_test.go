@@ -377,6 +377,8 @@ type env struct {
 	markers *MarkerService
 	c       *Coordinator
 	apis    map[int16]wire.API
+	// authz, when set, decides the requests' rights (see authz_test.go).
+	authz wire.Authorizer
 }
 
 func newEnv(t *testing.T, mod ...func(*Config)) *env {
@@ -464,10 +466,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // request and the response through their encodings as the server does.
 func (e *env) do(req kmsg.Request) kmsg.Response {
 	e.t.Helper()
-	return callAPI(e.t, e.apis, req)
+	return callAPIAs(e.t, e.apis, e.authz, req)
 }
 
 func callAPI(t *testing.T, apis map[int16]wire.API, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	return callAPIAs(t, apis, nil, req)
+}
+
+// callAPIAs is callAPI for a principal whose rights authz decides (nil:
+// every right).
+func callAPIAs(t *testing.T, apis map[int16]wire.API, authz wire.Authorizer, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	a, ok := apis[req.Key()]
 	if !ok {
@@ -487,6 +496,7 @@ func callAPI(t *testing.T, apis map[int16]wire.API, req kmsg.Request) kmsg.Respo
 		Header:    wire.RequestHeader{APIKey: req.Key(), APIVersion: req.GetVersion(), ClientID: &clientID},
 		Listener:  "PLAINTEXT",
 		Principal: wire.AnonymousPrincipal,
+		Authz:     authz,
 	}
 	resp, err := a.Handle(context.Background(), rc, dec)
 	if err != nil {
