@@ -78,16 +78,19 @@ func TestSecuredControllerListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bcfg, _, err := config.Load("", nil, with(map[string]string{
+	bprops := with(map[string]string{
 		"node.id":                  "2",
 		"process.roles":            "broker",
 		"listeners":                "PLAINTEXT://" + kl.Addr().String(),
 		"controller.quorum.voters": "1@" + ctrl,
 		"log.dirs":                 filepath.Join(dir, "b"),
-		// The broker's client listener is PLAINTEXT: its clients are
-		// anonymous, which the test makes a super user there only by
-		// not checking; the nodes' own principal is User:node.
-	}))
+	})
+	// The broker's client listener is PLAINTEXT: its clients are
+	// anonymous, a super user of this broker only (the broker checks
+	// CreateTopics before forwarding it); the nodes' own principal is
+	// User:node.
+	bprops["super.users"] = "User:node;User:ANONYMOUS"
+	bcfg, _, err := config.Load("", nil, bprops)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +104,8 @@ func TestSecuredControllerListener(t *testing.T) {
 	defer bn.Shutdown(context.Background())
 
 	// CreateTopics reaches the controller over the secured channel. The
-	// client is anonymous on the broker's PLAINTEXT listener; CreateTopics
-	// is checked per topic by the broker (phase 2), not here.
+	// client is anonymous on the broker's PLAINTEXT listener, allowed by
+	// the broker; the controller sees only User:node.
 	c := dial(t, kl.Addr().String())
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.SetVersion(7)
