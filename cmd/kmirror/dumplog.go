@@ -25,10 +25,70 @@ func init() {
 
 // dumpLogFlags are the options of `kmirror dump-log`.
 type dumpLogFlags struct {
-	printData     bool
-	mirrorDecoder bool
-	maxBytes      int
+	printData bool
+	decoder   recordDecoder
+	maxBytes  int
 }
+
+// recordDecoder says how the records of a segment are printed.
+type recordDecoder int8
+
+// Record decoders: keys and values as text or hex, or decoded as the
+// records of an internal topic.
+const (
+	decodeNone recordDecoder = iota
+	decodeOffsets
+	decodeTxn
+	decodeMirrorState
+)
+
+// decoderTopics are the internal topics whose partition directories
+// select a decoder by themselves.
+var decoderTopics = map[string]recordDecoder{
+	"__consumer_offsets":  decodeOffsets,
+	"__transaction_state": decodeTxn,
+	mirrorstate.Topic:     decodeMirrorState,
+}
+
+// decoderFor returns the decoder of a segment at path: the one asked for,
+// else its partition directory's.
+func decoderFor(path string, asked recordDecoder) recordDecoder {
+	if asked != decodeNone {
+		return asked
+	}
+	dir := filepath.Base(filepath.Dir(path))
+	if i := strings.LastIndexByte(dir, '-'); i > 0 {
+		if d, ok := decoderTopics[dir[:i]]; ok {
+			return d
+		}
+	}
+	return decodeNone
+}
+
+// decoderFlag is a boolean flag that selects a record decoder and, as in
+// Kafka's tool, implies --print-data.
+type decoderFlag struct {
+	f *dumpLogFlags
+	d recordDecoder
+}
+
+func (v decoderFlag) String() string { return strconv.FormatBool(v.f != nil && v.f.decoder == v.d) }
+
+func (v decoderFlag) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	if on {
+		if v.f.decoder != decodeNone && v.f.decoder != v.d {
+			return errors.New("only one record decoder can be chosen")
+		}
+		v.f.decoder, v.f.printData = v.d, true
+	}
+	return nil
+}
+
+func (v decoderFlag) Type() string { return "bool" }
 
 // newDumpLogCommand builds `kmirror dump-log`, kmirror's
 // kafka-dump-log.sh: it prints the batches of segment files (.log), the
@@ -38,7 +98,7 @@ func newDumpLogCommand() *cobra.Command {
 	f := &dumpLogFlags{}
 	cmd := &cobra.Command{
 		Use:   "dump-log FILE...",
-		Short: "Print the contents of partition files (.log, .index, .timeindex, .snapshot)",
+		Short: "Print the contents of partition files (.log, .index, .timeindex, .snapshot) and of the metadata log",
 		Long: `Print the contents of partition files like Kafka's kafka-dump-log.sh:
 
   .log        every record batch: offsets, leader epoch, producer id and
@@ -49,8 +109,17 @@ func newDumpLogCommand() *cobra.Command {
   .timeindex  time index entries (timestamp, offset)
   .snapshot   producer state snapshot entries
 
-Records of __mirror_state partitions (files under a __mirror_state-N
-directory, or any file with --mirror-state-decoder) are decoded.`,
+The records of internal topics are decoded: those of __consumer_offsets
+(offset commits and group metadata), __transaction_state (transaction
+metadata) and __mirror_state partitions, by their directory's name, or of
+any segment with --offsets-decoder, --transaction-log-decoder or
+--mirror-state-decoder (each implies --print-data).
+
+The metadata log is decoded too: give its raft.db, a snapshot's state.bin,
+or its directory (__cluster_metadata-0, under metadata.log.dir or the first
+log directory) for both. Every entry's metadata records print as JSON,
+SCRAM secrets and password configs redacted. The raft.db of a running node
+is read from a copy.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
@@ -65,24 +134,51 @@ directory, or any file with --mirror-state-decoder) are decoded.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&f.printData, "print-data", false, "print every record of every batch (also --deep-iteration)")
 	fs.BoolVar(&f.printData, "deep-iteration", false, "same as --print-data")
-	fs.BoolVar(&f.mirrorDecoder, "mirror-state-decoder", false, "decode records as __mirror_state records")
+	for _, d := range []struct {
+		name, usage string
+		d           recordDecoder
+	}{
+		{"offsets-decoder", "decode records as __consumer_offsets records (implies --print-data)", decodeOffsets},
+		{"transaction-log-decoder", "decode records as __transaction_state records (implies --print-data)", decodeTxn},
+		{"mirror-state-decoder", "decode records as __mirror_state records (implies --print-data)", decodeMirrorState},
+	} {
+		fs.Var(decoderFlag{f, d.d}, d.name, d.usage)
+		fs.Lookup(d.name).NoOptDefVal = "true"
+	}
 	fs.IntVar(&f.maxBytes, "max-decompressed-bytes", record.DefaultMaxDecompressed, "largest decompressed batch to print the records of")
 	return cmd
 }
 
-// dumpFile prints one file according to its suffix.
+// dumpFile prints one file according to its suffix (or name, for the
+// metadata log), or a metadata log directory.
 func dumpFile(w io.Writer, path string, f dumpLogFlags) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	base := filepath.Base(path)
+	switch {
+	case st.IsDir():
+		if !isMetadataDir(path) {
+			return fmt.Errorf("a directory, and not the metadata log's (no %s or %s in it)", raftStoreFile, snapshotsDir)
+		}
+		return dumpMetadataDir(w, path)
+	case base == raftStoreFile:
+		fmt.Fprintf(w, "Dumping %s\n", path)
+		return dumpRaftStore(w, path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Dumping %s\n", path)
-	base := filepath.Base(path)
 	switch {
+	case base == snapshotDataFile:
+		printSnapshotMeta(w, filepath.Join(filepath.Dir(path), snapshotMetaFile))
+		dumpMetadataSnapshot(w, data)
+		return nil
 	case strings.HasSuffix(base, ".log"):
-		if strings.HasPrefix(filepath.Base(filepath.Dir(path)), mirrorstate.Topic+"-") {
-			f.mirrorDecoder = true
-		}
+		f.decoder = decoderFor(path, f.decoder)
 		return dumpSegment(w, data, baseOffsetOf(base), f)
 	case strings.HasSuffix(base, ".timeindex"):
 		return dumpTimeIndex(w, data, baseOffsetOf(base))
@@ -91,7 +187,7 @@ func dumpFile(w io.Writer, path string, f dumpLogFlags) error {
 	case strings.HasSuffix(base, ".snapshot"):
 		return dumpSnapshot(w, data)
 	}
-	return fmt.Errorf("unknown file kind (want .log, .index, .timeindex or .snapshot)")
+	return fmt.Errorf("unknown file kind (want .log, .index, .timeindex, .snapshot, %s or %s)", raftStoreFile, snapshotDataFile)
 }
 
 // baseOffsetOf reads the base offset from a segment file's name, -1 if the
@@ -187,8 +283,12 @@ func dumpRecords(w io.Writer, batch []byte, h record.Header, f dumpLogFlags) err
 		switch {
 		case h.IsControl():
 			fmt.Fprintf(w, " %s", controlText(r))
-		case f.mirrorDecoder:
+		case f.decoder == decodeMirrorState:
 			fmt.Fprintf(w, " %s", mirrorStateText(r))
+		case f.decoder == decodeOffsets:
+			fmt.Fprintf(w, " %s", offsetsText(r.Key, r.Value))
+		case f.decoder == decodeTxn:
+			fmt.Fprintf(w, " %s", txnText(r.Key, r.Value))
 		default:
 			if r.Key != nil {
 				fmt.Fprintf(w, " key: %s", printable(r.Key))
