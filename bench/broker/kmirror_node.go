@@ -42,6 +42,9 @@ func startKmirror(dir string, logger *slog.Logger) (target, error) {
 		"controller.listener.names": "CONTROLLER",
 		"controller.quorum.voters":  "1@" + ctrl.Addr().String(),
 		"log.dirs":                  filepath.Join(dir, "data"),
+		// No metrics listener: its default port would collide between
+		// the runs' nodes and with any node already on the machine.
+		"metrics.listener": "",
 	}
 	cfg, warnings, err := config.Load("", nil, props)
 	if err != nil {

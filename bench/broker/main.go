@@ -1,13 +1,21 @@
 // Command broker benchmarks kmirror's produce and consume throughput side by
 // side with franz-go's kfake and with the machine's raw limits (loopback TCP
-// and disk writes), all in one run and through the same franz-go client, and
-// prints MB/s with the ratios kmirror/kfake and kmirror/raw.
+// and disk writes), all in one run, and prints MB/s with the ratios
+// kmirror/kfake and kmirror/raw.
 //
 //	go run ./bench/broker -runs 3
 //
-// Each cell is the median of -runs runs, with ± half the run-to-run spread.
-// The raw column for produce is the lower of loopback TCP and disk write
-// bandwidth (a produced byte crosses both); for consume it is loopback TCP.
+// Two load generators drive the brokers (-load): "franz", the franz-go client
+// as a user runs it, and "wire", which writes pre-encoded Produce requests
+// and raw Fetch requests over several connections with requests pipelined,
+// decoding nothing, so that the broker rather than the client is what limits
+// the figure (franz-go alone tops out below half of the raw limits on a
+// small machine).
+//
+// Each cell is the median of -runs runs, with ± half the run-to-run spread;
+// ratios are of the medians, with the range of the per-run ratios. The raw
+// column for produce is the lower of loopback TCP and disk write bandwidth (a
+// produced byte crosses both); for consume it is loopback TCP.
 package main
 
 import (
@@ -37,11 +45,21 @@ type options struct {
 	dir         string
 	cpuProfile  string
 	caseTimeout time.Duration
+
+	acks       []string // "1", "all"
+	lz4        []bool
+	loads      []string // "franz", "wire"
+	wireMB     int      // record value MB per wire produce measurement
+	wireBatch  int      // records per batch of the wire generator
+	wireConns  int      // connections of the wire produce generator
+	wireWindow int      // requests in flight per wire produce connection
+	fetchConns int      // connections of the raw fetch loop
+	prime      bool     // prime the page cache before every produce measurement
 }
 
 func parseFlags() (options, error) {
 	var o options
-	var targets string
+	var targets, loads, acks, lz4 string
 	flag.IntVar(&o.runs, "runs", 3, "how many times to repeat every measurement")
 	flag.IntVar(&o.records, "records", 100_000, "records per produce measurement")
 	flag.IntVar(&o.size, "size", 1024, "record value size in bytes")
@@ -51,6 +69,15 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.dir, "dir", "", "directory for broker data and the raw disk test (default: a temporary directory)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.DurationVar(&o.caseTimeout, "case-timeout", 5*time.Minute, "give up on one measurement after this long")
+	flag.StringVar(&loads, "load", "franz,wire", "load generators: franz (the franz-go client), wire (pre-encoded requests pipelined over several connections, and a raw fetch loop)")
+	flag.IntVar(&o.wireMB, "wire-mb", 1000, "record value MB per wire produce measurement")
+	flag.IntVar(&o.wireBatch, "wire-batch", 32, "records per batch of the wire generator (one batch per partition in every request)")
+	flag.IntVar(&o.wireConns, "wire-conns", 4, "connections of the wire produce generator")
+	flag.IntVar(&o.wireWindow, "wire-window", 4, "requests in flight per wire produce connection")
+	flag.IntVar(&o.fetchConns, "fetch-conns", 1, "connections of the raw fetch loop (each reads its share of the partitions, one request in flight)")
+	flag.StringVar(&acks, "acks", "1,all", "acks of the produce workloads (consume rows need all)")
+	flag.StringVar(&lz4, "lz4", "off,on", "lz4 compression of the workloads: off, on or both")
+	flag.BoolVar(&o.prime, "prime", true, "write and delete a scratch file of a measurement's volume right before each produce and raw disk measurement, so that each finds recently freed memory (see primePageCache)")
 	flag.Parse()
 	o.targets = strings.Split(targets, ",")
 	for _, t := range o.targets {
@@ -58,8 +85,29 @@ func parseFlags() (options, error) {
 			return o, fmt.Errorf("unknown target %q in -targets", t)
 		}
 	}
+	for _, a := range strings.Split(acks, ",") {
+		if a != "1" && a != "all" {
+			return o, fmt.Errorf("unknown acks %q in -acks: want 1 or all", a)
+		}
+		o.acks = append(o.acks, a)
+	}
+	for _, c := range strings.Split(lz4, ",") {
+		if c != "off" && c != "on" {
+			return o, fmt.Errorf("unknown value %q in -lz4: want off or on", c)
+		}
+		o.lz4 = append(o.lz4, c == "on")
+	}
+	o.loads = strings.Split(loads, ",")
+	for _, l := range o.loads {
+		if !slices.Contains([]string{"franz", "wire"}, l) {
+			return o, fmt.Errorf("unknown load %q in -load", l)
+		}
+	}
 	if o.runs < 1 || o.records < 1 || o.size < 64 || o.partitions < 1 {
 		return o, errors.New("-runs, -records, -partitions must be at least 1 and -size at least 64")
+	}
+	if o.wireMB < 1 || o.wireBatch < 1 || o.wireConns < 1 || o.wireWindow < 1 || o.fetchConns < 1 {
+		return o, errors.New("-wire-mb, -wire-batch, -wire-conns, -wire-window and -fetch-conns must be at least 1")
 	}
 	return o, nil
 }
@@ -98,59 +146,191 @@ func run(o options) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	workloads := []workload{}
-	for _, lz4 := range []bool{false, true} {
-		for _, acks := range []string{"1", "all"} {
+	var workloads []workload
+	for _, lz4 := range o.lz4 {
+		for _, acks := range o.acks {
 			workloads = append(workloads, workload{acks: acks, lz4: lz4, partitions: int32(o.partitions), records: o.records, size: o.size})
 		}
 	}
 	values := payloads(1024, o.size)
-	produceRows := map[workload]*row{}
-	consumeRows := map[bool]*row{}
-	var rows []*row
-	for _, w := range workloads {
-		produceRows[w] = &row{name: "produce " + w.String()}
-		rows = append(rows, produceRows[w])
+	rows := newRowSet(o, workloads)
+	var batches map[bool]produceBatches
+	if slices.Contains(o.loads, "wire") {
+		batches = map[bool]produceBatches{}
+		for _, lz4 := range []bool{false, true} {
+			pb, err := encodeProduceBatches(int32(o.partitions), o.wireBatch, values, lz4)
+			if err != nil {
+				return err
+			}
+			batches[lz4] = pb
+		}
 	}
-	for _, lz4 := range []bool{false, true} {
-		w := workload{acks: "all", lz4: lz4, partitions: int32(o.partitions)}
-		consumeRows[lz4] = &row{name: "consume " + strings.Replace(w.String(), "acks=all", "        ", 1)}
-		rows = append(rows, consumeRows[lz4])
-	}
-	loopRow := &row{name: "raw loopback TCP"}
-	diskRow := &row{name: "raw disk write, no fsync"}
-	syncRow := &row{name: "raw disk write + final fsync"}
 	total := int64(o.records) * int64(o.size)
+	wireTotal := int64(o.wireMB) * 1e6
 
 	for r := 1; r <= o.runs; r++ {
 		logger.Info("run", "n", r, "of", o.runs)
-		if slices.Contains(o.targets, "raw") {
-			loop, err := loopbackTCP(total)
-			if err != nil {
-				return fmt.Errorf("loopback: %w", err)
-			}
-			noSync, withSync, err := diskWrite(o.dir, total)
-			if err != nil {
-				return fmt.Errorf("disk: %w", err)
-			}
-			loopRow.raw = append(loopRow.raw, loop)
-			diskRow.raw = append(diskRow.raw, noSync)
-			syncRow.raw = append(syncRow.raw, withSync)
-			for _, w := range workloads {
-				produceRows[w].raw = append(produceRows[w].raw, min(loop, noSync))
-			}
-			for _, cr := range consumeRows {
-				cr.raw = append(cr.raw, loop)
-			}
-		}
-		if err := measureRun(o, r, workloads, values, produceRows, consumeRows, logger); err != nil {
+		if err := measureRun(o, r, workloads, values, batches, rows, logger); err != nil {
 			return err
 		}
 	}
 
-	fmt.Printf("\n%d runs; %d records of %d bytes per produce (%.0f MB payload), %d partitions; GOMAXPROCS=%d, %s, %s\n\n",
-		o.runs, o.records, o.size, float64(total)/1e6, o.partitions, runtime.GOMAXPROCS(0), runtime.Version(), cpuModel())
-	return writeReport(os.Stdout, append(rows, loopRow, diskRow, syncRow))
+	fmt.Printf("\n%d runs; %d partitions; GOMAXPROCS=%d, %s, %s\n", o.runs, o.partitions, runtime.GOMAXPROCS(0), runtime.Version(), cpuModel())
+	if slices.Contains(o.loads, "franz") {
+		fmt.Printf("franz: %d records of %d bytes per produce (%.0f MB of values) through franz-go\n", o.records, o.size, float64(total)/1e6)
+	}
+	if batches != nil {
+		fmt.Printf("wire: %.0f MB of values per produce; requests of %d batches of %d records (%d KiB uncompressed, %d KiB lz4), %d connections x %d in flight; fetch over %d connection(s)\n",
+			float64(wireTotal)/1e6, o.partitions, o.wireBatch, batches[false].bytes()>>10, batches[true].bytes()>>10, o.wireConns, o.wireWindow, o.fetchConns)
+	}
+	fmt.Println()
+	return writeReport(os.Stdout, rows.all())
+}
+
+// rowSet is the report's rows, found by what they measure.
+type rowSet struct {
+	produce, wireProduce map[workload]*row
+	consume, wireConsume map[bool]*row // by lz4
+	ordered              []*row
+	// raw holds the rows of the raw measurements themselves by name, in
+	// rawOrder.
+	raw      map[string]*row
+	rawOrder []string
+}
+
+func newRowSet(o options, workloads []workload) *rowSet {
+	rs := &rowSet{
+		produce: map[workload]*row{}, wireProduce: map[workload]*row{},
+		consume: map[bool]*row{}, wireConsume: map[bool]*row{},
+		raw: map[string]*row{},
+	}
+	consumeName := func(lz4 bool) string {
+		w := workload{acks: "all", lz4: lz4, partitions: int32(o.partitions)}
+		return strings.Replace(w.String(), "acks=all", "        ", 1)
+	}
+	if slices.Contains(o.loads, "franz") {
+		for _, w := range workloads {
+			rs.produce[w] = &row{name: "produce " + w.String()}
+			rs.ordered = append(rs.ordered, rs.produce[w])
+		}
+		for _, lz4 := range o.lz4 {
+			rs.consume[lz4] = &row{name: "consume " + consumeName(lz4)}
+			rs.ordered = append(rs.ordered, rs.consume[lz4])
+		}
+	}
+	if slices.Contains(o.loads, "wire") {
+		for _, w := range workloads {
+			rs.wireProduce[w] = &row{name: "wire produce " + w.String()}
+			rs.ordered = append(rs.ordered, rs.wireProduce[w])
+		}
+		for _, lz4 := range o.lz4 {
+			rs.wireConsume[lz4] = &row{name: "wire consume " + consumeName(lz4)}
+			rs.ordered = append(rs.ordered, rs.wireConsume[lz4])
+		}
+	}
+	return rs
+}
+
+// rawRow returns the row of the raw measurement name, creating it.
+func (rs *rowSet) rawRow(name string) *row {
+	r, ok := rs.raw[name]
+	if !ok {
+		r = &row{name: name}
+		rs.raw[name] = r
+		rs.rawOrder = append(rs.rawOrder, name)
+	}
+	return r
+}
+
+// all is every row in report order.
+func (rs *rowSet) all() []*row {
+	out := slices.Clone(rs.ordered)
+	for _, name := range rs.rawOrder {
+		out = append(out, rs.raw[name])
+	}
+	return out
+}
+
+// measureRaw measures the machine's limits for total bytes, beside a
+// workload's broker measurements, and gives that workload's rows their raw
+// figures: produce (pr) the lower of loopback and disk, since a produced
+// byte crosses both, and the relay (both in a row on the same cores);
+// consume (cr, nil if none) loopback. Loopback is the better of one
+// connection and as many as the wire generator uses.
+func measureRaw(o options, total int64, pr, cr *row, rs *rowSet, logger *slog.Logger) error {
+	// timed runs one raw measurement and logs its figure with the cores it
+	// kept busy.
+	timed := func(what string, f func() (float64, error)) (float64, error) {
+		before := sampleCPU()
+		v, err := f()
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", what, err)
+		}
+		logger.Info("raw", append([]any{"what", what, "MB", total / 1e6, "MB/s", fmt.Sprintf("%.1f", v)}, cpuAttrs(before, sampleCPU())...)...)
+		return v, nil
+	}
+	loop1, err := timed("loopback, 1 connection", func() (float64, error) { return loopbackTCP(total, 1, rawChunk) })
+	if err != nil {
+		return err
+	}
+	loopN, err := timed(fmt.Sprintf("loopback, %d connections", o.wireConns), func() (float64, error) {
+		return loopbackTCP(total, o.wireConns, rawChunk)
+	})
+	if err != nil {
+		return err
+	}
+	if err := o.primeFor(total); err != nil {
+		return err
+	}
+	// The fsync'ed figure is for information; at the wire generator's
+	// volume it would write gigabytes to the shared machine's disk each
+	// time, so only the smaller franz-go volume gets it.
+	sync := total <= int64(o.records)*int64(o.size)
+	var withSync float64
+	noSync, err := timed("disk write", func() (float64, error) {
+		v, s, err := diskWrite(o.dir, total, sync)
+		withSync = s
+		return v, err
+	})
+	if err != nil {
+		return err
+	}
+	if err := o.primeFor(total); err != nil {
+		return err
+	}
+	relay, err := timed(fmt.Sprintf("relay loopback -> disk, %d connections", o.wireConns), func() (float64, error) {
+		return relayTCPToDisk(o.dir, total, o.wireConns)
+	})
+	if err != nil {
+		return err
+	}
+	mb := fmt.Sprintf(", %.0f MB", float64(total)/1e6)
+	add := func(name string, v float64) {
+		r := rs.rawRow(name + mb)
+		r.raw = append(r.raw, v)
+	}
+	add("raw loopback TCP, 1 connection", loop1)
+	add(fmt.Sprintf("raw loopback TCP, %d connections", o.wireConns), loopN)
+	add("raw disk write, no fsync", noSync)
+	if sync {
+		add("raw disk write + final fsync", withSync)
+	}
+	add(fmt.Sprintf("raw relay loopback -> disk, %d connections", o.wireConns), relay)
+	loop := max(loop1, loopN)
+	pr.raw = append(pr.raw, min(loop, noSync))
+	pr.relay = append(pr.relay, relay)
+	if cr != nil {
+		cr.raw = append(cr.raw, loop)
+	}
+	return nil
+}
+
+// primeFor primes the page cache for a measurement of n bytes if -prime.
+func (o options) primeFor(n int64) error {
+	if !o.prime {
+		return nil
+	}
+	return primePageCache(o.dir, n)
 }
 
 // startTarget starts broker name for run r.
@@ -171,10 +351,13 @@ func startTarget(name string, o options, r int) (target, error) {
 }
 
 // measureRun starts a fresh broker of every target and measures each
-// workload on all of them back to back, so that the brokers compared in one
-// row ran under the same background load (this machine is shared).
-func measureRun(o options, r int, workloads []workload, values [][]byte,
-	produceRows map[workload]*row, consumeRows map[bool]*row, logger *slog.Logger) (err error) {
+// workload on all of them and the raw limits back to back, so that the
+// cells compared in one row ran under the same background load (this
+// machine is shared, and its page cache's speed changes with what ran just
+// before). The order rotates from one workload and run to the next, so that
+// no target is always measured first or last.
+func measureRun(o options, r int, workloads []workload, values [][]byte, batches map[bool]produceBatches,
+	rs *rowSet, logger *slog.Logger) (err error) {
 	targets := map[string]target{}
 	defer func() {
 		for name, t := range targets {
@@ -183,6 +366,7 @@ func measureRun(o options, r int, workloads []workload, values [][]byte,
 			}
 		}
 	}()
+	var names []string
 	for _, name := range o.targets {
 		if name == "raw" {
 			continue
@@ -192,26 +376,68 @@ func measureRun(o options, r int, workloads []workload, values [][]byte,
 			return err
 		}
 		targets[name] = t
+		names = append(names, name)
 	}
-	for _, name := range o.targets {
-		if t, ok := targets[name]; ok {
-			if err := warmUp(t, workloads[0], values, o); err != nil {
-				return fmt.Errorf("%s: warm-up: %w", name, err)
-			}
+	for _, name := range names {
+		if err := warmUp(targets[name], workloads[0], values, o); err != nil {
+			return fmt.Errorf("%s: warm-up: %w", name, err)
 		}
 	}
-	for i, w := range workloads {
-		for _, name := range o.targets {
-			t, ok := targets[name]
-			if !ok {
-				continue
+	if slices.Contains(o.targets, "raw") {
+		names = append(names, "raw")
+	}
+	turn := r
+	if slices.Contains(o.loads, "franz") {
+		for i, w := range workloads {
+			for _, name := range rotate(names, turn) {
+				var err error
+				if name == "raw" {
+					err = measureRaw(o, w.bytes(), rs.produce[w], consumeRow(rs.consume, w), rs, logger)
+				} else {
+					err = measureWorkload(targets[name], name, i, w, values, o, rs, logger)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
 			}
-			if err := measureWorkload(t, name, i, w, values, o, produceRows, consumeRows, logger); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+			turn++
+		}
+	}
+	if batches != nil {
+		for i, w := range workloads {
+			for _, name := range rotate(names, turn) {
+				var err error
+				if name == "raw" {
+					err = measureRaw(o, int64(o.wireMB)*1e6, rs.wireProduce[w], consumeRow(rs.wireConsume, w), rs, logger)
+				} else {
+					err = measureWire(targets[name], name, i, w, batches[w.lz4], o, rs, logger)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: wire: %w", name, err)
+				}
 			}
+			turn++
 		}
 	}
 	return nil
+}
+
+// consumeRow is the consume row measured after w's produce, nil if w is
+// not consumed (only acks=all topics are).
+func consumeRow(rows map[bool]*row, w workload) *row {
+	if w.acks != "all" {
+		return nil
+	}
+	return rows[w.lz4]
+}
+
+// rotate returns names starting at element k (modulo their number).
+func rotate(names []string, k int) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	k %= len(names)
+	return append(slices.Clone(names[k:]), names[:k]...)
 }
 
 // warmUp produces a fifth of w's records into a throwaway topic of a fresh
@@ -235,12 +461,14 @@ func warmUp(t target, w workload, values [][]byte, o options) error {
 
 // measureWorkload produces w into a fresh topic of one broker, consumes it
 // back (acks=all workloads), and deletes the topic.
-func measureWorkload(t target, name string, i int, w workload, values [][]byte, o options,
-	produceRows map[workload]*row, consumeRows map[bool]*row, logger *slog.Logger) error {
+func measureWorkload(t target, name string, i int, w workload, values [][]byte, o options, rs *rowSet, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.caseTimeout)
 	defer cancel()
 	topic := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
 	if err := createTopic(ctx, t.bootstrap(), topic, w.partitions); err != nil {
+		return err
+	}
+	if err := o.primeFor(w.bytes()); err != nil {
 		return err
 	}
 	p, err := produce(ctx, t.bootstrap(), topic, w, values)
@@ -248,7 +476,7 @@ func measureWorkload(t target, name string, i int, w workload, values [][]byte, 
 		return fmt.Errorf("produce %s: %w", w, err)
 	}
 	logger.Info("produce", "target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", p))
-	pr := produceRows[w]
+	pr := rs.produce[w]
 	switch name {
 	case "ceiling":
 		// Nothing was stored, so there is nothing to consume.
@@ -265,7 +493,7 @@ func measureWorkload(t target, name string, i int, w workload, values [][]byte, 
 			return fmt.Errorf("consume %s: %w", w, err)
 		}
 		logger.Info("consume", "target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", c))
-		cr := consumeRows[w.lz4]
+		cr := rs.consume[w.lz4]
 		if name == "kmirror" {
 			cr.kmirror = append(cr.kmirror, c)
 		} else {
@@ -278,6 +506,93 @@ func measureWorkload(t target, name string, i int, w workload, values [][]byte, 
 			}
 			logger.Info("client decode", "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", d))
 			cr.ceiling = append(cr.ceiling, d)
+		}
+	}
+	return deleteTopic(ctx, t.bootstrap(), topic)
+}
+
+// measureWire measures w with the wire generator on one broker: produce
+// into a fresh topic and, for acks=all, the raw fetch loop reading it back,
+// then deletes the topic. On the "ceiling" target the generator writes to a
+// produceSink instead (a kfake blackhole broker would be measured through
+// kfake's request decoding, not only the generator's).
+func measureWire(t target, name string, i int, w workload, pb produceBatches, o options, rs *rowSet, logger *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.caseTimeout)
+	defer cancel()
+	acks := int16(1)
+	if w.acks == "all" {
+		acks = -1
+	}
+	topic := fmt.Sprintf("bench-wire-%d-%d", time.Now().UnixNano(), i)
+	requests := int((int64(o.wireMB)*1e6 + pb.payload - 1) / pb.payload)
+	load := newProduceLoad(topic, acks, pb)
+	pr := rs.wireProduce[w]
+	if name == "ceiling" {
+		sink, err := startProduceSink(topic, w.partitions)
+		if err != nil {
+			return err
+		}
+		if err := o.primeFor(int64(requests) * load.payload); err != nil {
+			return errors.Join(err, sink.close())
+		}
+		before := sampleCPU()
+		p, err := wireProduce(ctx, sink.addr(), load, requests, o.wireConns, o.wireWindow)
+		after := sampleCPU()
+		if cerr := sink.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("produce %s to a sink: %w", w, err)
+		}
+		logger.Info("wire produce", append([]any{"target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", p)},
+			cpuAttrs(before, after)...)...)
+		pr.ceiling = append(pr.ceiling, p)
+		return nil
+	}
+	if err := createTopic(ctx, t.bootstrap(), topic, w.partitions); err != nil {
+		return err
+	}
+	// The generator writes every partition through the first bootstrap
+	// broker: a single-node cluster (a partition led elsewhere fails the
+	// run with NOT_LEADER_OR_FOLLOWER).
+	addr, _, _ := strings.Cut(t.bootstrap(), ",")
+	if err := o.primeFor(int64(requests) * load.payload); err != nil {
+		return err
+	}
+	before := sampleCPU()
+	p, err := wireProduce(ctx, addr, load, requests, o.wireConns, o.wireWindow)
+	if err != nil {
+		return fmt.Errorf("produce %s: %w", w, err)
+	}
+	after := sampleCPU()
+	logger.Info("wire produce", append([]any{"target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", p)},
+		cpuAttrs(before, after)...)...)
+	if name == "kmirror" {
+		pr.kmirror = append(pr.kmirror, p)
+		pr.addCores(before, after)
+	} else {
+		pr.kfake = append(pr.kfake, p)
+	}
+	if w.acks == "all" {
+		ends := make([]int64, w.partitions)
+		for q := range ends {
+			ends[q] = int64(requests) * int64(pb.records)
+		}
+		before := sampleCPU()
+		d, err := wireFetch(ctx, addr, topic, ends, o.fetchConns)
+		if err != nil {
+			return fmt.Errorf("fetch %s: %w", w, err)
+		}
+		after := sampleCPU()
+		c := mbps(int64(requests)*load.payload, d)
+		logger.Info("wire consume", append([]any{"target", name, "workload", w.String(), "MB/s", fmt.Sprintf("%.1f", c)},
+			cpuAttrs(before, after)...)...)
+		cr := rs.wireConsume[w.lz4]
+		if name == "kmirror" {
+			cr.kmirror = append(cr.kmirror, c)
+			cr.addCores(before, after)
+		} else {
+			cr.kfake = append(cr.kfake, c)
 		}
 	}
 	return deleteTopic(ctx, t.bootstrap(), topic)
@@ -297,6 +612,17 @@ func decodeOn(targets []string) string {
 		}
 	}
 	return ""
+}
+
+// cpuAttrs are log fields saying how many cores were busy between two
+// samples (cpuUse), nothing where /proc cannot be read.
+func cpuAttrs(from, to cpuSample) []any {
+	self, others, steal, ok := cpuUse(from, to)
+	if !ok {
+		return nil
+	}
+	return []any{"cores_self", fmt.Sprintf("%.2f", self), "cores_others", fmt.Sprintf("%.2f", others),
+		"cores_stolen", fmt.Sprintf("%.2f", steal)}
 }
 
 // cpuModel names the processor for the report header.

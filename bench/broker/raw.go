@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -15,69 +16,153 @@ import (
 // best the machine does, not a strawman.
 const rawChunk = 1 << 20
 
-// loopbackTCP sends total bytes over a 127.0.0.1 TCP connection from one
-// goroutine to another and returns MB/s at the receiver: the network ceiling
-// for a broker and a client on this machine.
-func loopbackTCP(total int64) (float64, error) {
+// loopbackTCP sends total bytes in writes of chunk bytes over streams
+// 127.0.0.1 TCP connections, each from its own goroutine to another, and
+// returns MB/s at the receivers, timed from when every connection is open:
+// the network ceiling for a broker and a client on this machine.
+func loopbackTCP(total int64, streams, chunk int) (float64, error) {
+	return transfer(total, streams, chunk, func(_ int, c net.Conn, buf []byte) error {
+		for {
+			_, err := c.Read(buf)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("receive: %w", err)
+			}
+		}
+	})
+}
+
+// relayTCPToDisk is loopbackTCP whose receivers append what they receive,
+// rawChunk bytes at a time, each to its own new file in dir (no fsync): the
+// two raw costs of a produced byte, paid one after the other on the same
+// cores as a broker pays them, without anything a broker adds.
+func relayTCPToDisk(dir string, total int64, streams int) (float64, error) {
+	files := make([]*os.File, streams)
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+				os.Remove(f.Name())
+			}
+		}
+	}()
+	for i := range files {
+		f, err := os.CreateTemp(dir, "raw-relay-*.log")
+		if err != nil {
+			return 0, err
+		}
+		files[i] = f
+	}
+	return transfer(total, streams, rawChunk, func(i int, c net.Conn, buf []byte) error {
+		for {
+			n, err := io.ReadFull(c, buf)
+			if n > 0 {
+				if _, werr := files[i].Write(buf[:n]); werr != nil {
+					return fmt.Errorf("relay to %s: %w", filepath.Base(files[i].Name()), werr)
+				}
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("receive: %w", err)
+			}
+		}
+	})
+}
+
+// transfer sends total bytes in writes of chunk bytes over streams loopback
+// connections and hands each connection's receiving end to receive (with
+// its index and a chunk-sized buffer), which must consume it to EOF. It
+// returns MB/s from when every connection is open until every receive
+// returned.
+func transfer(total int64, streams, chunk int, receive func(i int, c net.Conn, buf []byte) error) (float64, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
+	buf := make([]byte, chunk)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	begin := make(chan struct{})
+	sendErr := make(chan error, streams)
+	var senders sync.WaitGroup
+	defer senders.Wait()
+	for s := range streams {
+		share := total / int64(streams)
+		if s == 0 {
+			share += total % int64(streams)
+		}
+		senders.Go(func() {
+			sendErr <- sendLoopback(ln.Addr().String(), buf, share, begin)
+		})
+	}
 
-	sendErr := make(chan error, 1)
-	go func() {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			sendErr <- err
-			return
+	var conns []net.Conn
+	defer func() {
+		// Before waiting for the senders: a sender never accepted
+		// fails only once the listener is gone.
+		ln.Close()
+		for _, c := range conns {
+			c.Close()
 		}
-		defer c.Close()
-		buf := make([]byte, rawChunk)
-		for i := range buf {
-			buf[i] = byte(i)
-		}
-		for sent := int64(0); sent < total; {
-			n := min(int64(len(buf)), total-sent)
-			if _, err := c.Write(buf[:n]); err != nil {
-				sendErr <- err
-				return
-			}
-			sent += n
-		}
-		sendErr <- nil
 	}()
-
-	c, err := ln.Accept()
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	buf := make([]byte, rawChunk)
-	start := time.Now()
-	var got int64
-	for got < total {
-		n, err := c.Read(buf)
-		got += int64(n)
+	for range streams {
+		c, err := ln.Accept()
 		if err != nil {
-			if errors.Is(err, io.EOF) && got >= total {
-				break
-			}
-			return 0, fmt.Errorf("receive after %d bytes: %w", got, err)
+			close(begin)
+			return 0, err
 		}
+		conns = append(conns, c)
 	}
+	start := time.Now()
+	close(begin)
+	var receivers sync.WaitGroup
+	recvErr := make(chan error, streams)
+	for i, c := range conns {
+		receivers.Go(func() { recvErr <- receive(i, c, make([]byte, chunk)) })
+	}
+	receivers.Wait()
 	elapsed := time.Since(start)
-	if err := <-sendErr; err != nil {
-		return 0, fmt.Errorf("send: %w", err)
+	for range streams {
+		if err := <-recvErr; err != nil {
+			return 0, err
+		}
+		if err := <-sendErr; err != nil {
+			return 0, fmt.Errorf("send: %w", err)
+		}
 	}
 	return mbps(total, elapsed), nil
 }
 
+// sendLoopback dials addr and, once begin is closed, writes n bytes of buf
+// (again and again) and closes the connection.
+func sendLoopback(addr string, buf []byte, n int64, begin <-chan struct{}) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	<-begin
+	for sent := int64(0); sent < n; {
+		k := min(int64(len(buf)), n-sent)
+		if _, err := c.Write(buf[:k]); err != nil {
+			return err
+		}
+		sent += k
+	}
+	return nil
+}
+
 // diskWrite appends total bytes in rawChunk writes to a new file in dir, the
 // way a broker with Kafka's default flush policy writes a segment: no fsync per
-// write, the page cache absorbs them. It returns MB/s for the writes alone and
-// MB/s including one fsync at the end (what reaching the platter costs).
-func diskWrite(dir string, total int64) (noSync, withSync float64, err error) {
+// write, the page cache absorbs them. It returns MB/s for the writes alone and,
+// if sync, MB/s including one fsync at the end (what reaching the platter
+// costs; 0 without sync).
+func diskWrite(dir string, total int64, sync bool) (noSync, withSync float64, err error) {
 	f, err := os.CreateTemp(dir, "raw-disk-*.log")
 	if err != nil {
 		return 0, 0, err
@@ -98,9 +183,39 @@ func diskWrite(dir string, total int64) (noSync, withSync float64, err error) {
 		written += n
 	}
 	wrote := time.Since(start)
+	if !sync {
+		return mbps(total, wrote), 0, nil
+	}
 	if err := f.Sync(); err != nil {
 		return 0, 0, fmt.Errorf("fsync %s: %w", filepath.Base(name), err)
 	}
 	synced := time.Since(start)
 	return mbps(total, wrote), mbps(total, synced), nil
+}
+
+// primePageCache writes n bytes to a scratch file in dir and deletes it,
+// untimed, right before a measurement that allocates memory (page cache or
+// heap) at its own pace. On a virtual machine that returns free memory to
+// its host (free page reporting, as on the machine these figures come from),
+// a page freed a few seconds ago costs a fault in the host on its next use:
+// appending to a fresh file ran at 1.0-1.3 GB/s five seconds after a delete
+// and at 3.5-4.6 GB/s right after one. Priming puts every measurement, raw
+// or broker, in the second state, that of a machine whose free memory is
+// simply free, instead of in whichever state the previous step left.
+func primePageCache(dir string, n int64) error {
+	f, err := os.CreateTemp(dir, "prime-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, rawChunk)
+	for written := int64(0); written < n; {
+		k := min(int64(len(buf)), n-written)
+		if _, err := f.Write(buf[:k]); err != nil {
+			return fmt.Errorf("prime the page cache: %w", err)
+		}
+		written += k
+	}
+	return nil
 }
