@@ -74,7 +74,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.wireBatch, "wire-batch", 32, "records per batch of the wire generator (one batch per partition in every request)")
 	flag.IntVar(&o.wireConns, "wire-conns", 4, "connections of the wire produce generator")
 	flag.IntVar(&o.wireWindow, "wire-window", 4, "requests in flight per wire produce connection")
-	flag.IntVar(&o.fetchConns, "fetch-conns", 1, "connections of the raw fetch loop (each reads its share of the partitions, one request in flight)")
+	flag.IntVar(&o.fetchConns, "fetch-conns", 4, "connections of the raw fetch loop (each reads its share of the partitions, one request in flight)")
 	flag.StringVar(&acks, "acks", "1,all", "acks of the produce workloads (consume rows need all)")
 	flag.StringVar(&lz4, "lz4", "off,on", "lz4 compression of the workloads: off, on or both")
 	flag.BoolVar(&o.prime, "prime", true, "write and delete a scratch file of a measurement's volume right before each produce and raw disk measurement, so that each finds recently freed memory (see primePageCache)")
@@ -257,7 +257,11 @@ func (rs *rowSet) all() []*row {
 // byte crosses both, and the relay (both in a row on the same cores);
 // consume (cr, nil if none) loopback. Loopback is the better of one
 // connection and as many as the wire generator uses.
-func measureRaw(o options, total int64, pr, cr *row, rs *rowSet, logger *slog.Logger) error {
+//
+// piece, if not 0, is the size of the batches the broker writes in this
+// workload: the disk write is then also measured in pieces of that size
+// spread over the topic's partitions (diskWritePieces), for information.
+func measureRaw(o options, total int64, piece int, pr, cr *row, rs *rowSet, logger *slog.Logger) error {
 	// timed runs one raw measurement and logs its figure with the cores it
 	// kept busy.
 	timed := func(what string, f func() (float64, error)) (float64, error) {
@@ -295,6 +299,18 @@ func measureRaw(o options, total int64, pr, cr *row, rs *rowSet, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	var pieces float64
+	if piece > 0 {
+		if err := o.primeFor(total); err != nil {
+			return err
+		}
+		pieces, err = timed(fmt.Sprintf("disk write in %d-byte pieces over %d files", piece, o.partitions), func() (float64, error) {
+			return diskWritePieces(o.dir, total, piece, o.partitions)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if err := o.primeFor(total); err != nil {
 		return err
 	}
@@ -314,6 +330,9 @@ func measureRaw(o options, total int64, pr, cr *row, rs *rowSet, logger *slog.Lo
 	add("raw disk write, no fsync", noSync)
 	if sync {
 		add("raw disk write + final fsync", withSync)
+	}
+	if piece > 0 {
+		add(fmt.Sprintf("raw disk write, batch-sized (%d B) over %d files", piece, o.partitions), pieces)
 	}
 	add(fmt.Sprintf("raw relay loopback -> disk, %d connections", o.wireConns), relay)
 	loop := max(loop1, loopN)
@@ -392,7 +411,7 @@ func measureRun(o options, r int, workloads []workload, values [][]byte, batches
 			for _, name := range rotate(names, turn) {
 				var err error
 				if name == "raw" {
-					err = measureRaw(o, w.bytes(), rs.produce[w], consumeRow(rs.consume, w), rs, logger)
+					err = measureRaw(o, w.bytes(), 0, rs.produce[w], consumeRow(rs.consume, w), rs, logger)
 				} else {
 					err = measureWorkload(targets[name], name, i, w, values, o, rs, logger)
 				}
@@ -408,7 +427,7 @@ func measureRun(o options, r int, workloads []workload, values [][]byte, batches
 			for _, name := range rotate(names, turn) {
 				var err error
 				if name == "raw" {
-					err = measureRaw(o, int64(o.wireMB)*1e6, rs.wireProduce[w], consumeRow(rs.wireConsume, w), rs, logger)
+					err = measureRaw(o, int64(o.wireMB)*1e6, len(batches[w.lz4].batches[0]), rs.wireProduce[w], consumeRow(rs.wireConsume, w), rs, logger)
 				} else {
 					err = measureWire(targets[name], name, i, w, batches[w.lz4], o, rs, logger)
 				}

@@ -193,6 +193,45 @@ func diskWrite(dir string, total int64, sync bool) (noSync, withSync float64, er
 	return mbps(total, wrote), mbps(total, synced), nil
 }
 
+// diskWritePieces appends total bytes in writes of piece bytes, in turn to
+// files new files in dir (no fsync): the broker's write pattern, one
+// pwrite per produced batch into the segment of its partition, which is
+// neither page-aligned nor as large as rawChunk. On Linux with large folios
+// a write's size and alignment decide the size of the page-cache folios it
+// allocates, and the per-folio work then costs more per byte than with
+// rawChunk writes.
+func diskWritePieces(dir string, total int64, piece, files int) (float64, error) {
+	fs := make([]*os.File, files)
+	defer func() {
+		for _, f := range fs {
+			if f != nil {
+				f.Close()
+				os.Remove(f.Name())
+			}
+		}
+	}()
+	for i := range fs {
+		f, err := os.CreateTemp(dir, "raw-pieces-*.log")
+		if err != nil {
+			return 0, err
+		}
+		fs[i] = f
+	}
+	buf := make([]byte, piece)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	start := time.Now()
+	for written, i := int64(0), 0; written < total; i++ {
+		n := min(int64(len(buf)), total-written)
+		if _, err := fs[i%files].Write(buf[:n]); err != nil {
+			return 0, fmt.Errorf("write %s: %w", filepath.Base(fs[i%files].Name()), err)
+		}
+		written += n
+	}
+	return mbps(total, time.Since(start)), nil
+}
+
 // primePageCache writes n bytes to a scratch file in dir and deletes it,
 // untimed, right before a measurement that allocates memory (page cache or
 // heap) at its own pace. On a virtual machine that returns free memory to
