@@ -22,11 +22,12 @@ type ConnEndpoint struct {
 // later carry CurrentLeaderEpoch, which fences a stale answer.
 const listOffsetsVersion = 7
 
-// DialEndpoint connects to addr. replicaID is sent in ListOffsets (a
-// follower's node id makes "latest" the leader's log end offset rather than
-// its high watermark; -1 asks as a consumer).
-func DialEndpoint(ctx context.Context, addr, clientID string, replicaID int32) (*ConnEndpoint, error) {
-	c, err := wire.Dial(ctx, "tcp", addr, clientID)
+// DialEndpoint connects to addr, secured by opts (TLS, SASL: how the node
+// reaches the leader's inter-broker listener). replicaID is sent in
+// ListOffsets (a follower's node id makes "latest" the leader's log end
+// offset rather than its high watermark; -1 asks as a consumer).
+func DialEndpoint(ctx context.Context, addr, clientID string, replicaID int32, opts ...wire.DialOption) (*ConnEndpoint, error) {
+	c, err := wire.Dial(ctx, "tcp", addr, clientID, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
