@@ -66,6 +66,9 @@ type Deps struct {
 	// ReplicaEndpoint, when set, replaces the network connections of the
 	// replica fetchers to their leaders (tests).
 	ReplicaEndpoint EndpointFunc
+	// ReplicaDialOptions secure the replica fetchers' connections to their
+	// leaders' inter-broker listener (TLS, the node's SASL login).
+	ReplicaDialOptions []wire.DialOption
 }
 
 // Broker serves the data-plane Kafka APIs of one node over its
@@ -115,7 +118,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	b.rm = newReplicaManager(cfg.NodeID, deps.Logs, cfg.Cfg, logger, cfg.Now, b.closing)
-	fetchers, err := newReplicaFetchers(b.rm, deps.ReplicaEndpoint)
+	fetchers, err := newReplicaFetchers(b.rm, deps.ReplicaEndpoint, deps.ReplicaDialOptions)
 	if err != nil {
 		return nil, fmt.Errorf("broker: replica fetchers: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kmirror/kmirror/internal/record"
 	"github.com/kmirror/kmirror/internal/replication"
 	"github.com/kmirror/kmirror/internal/storage"
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // This file connects the replica manager to the replica fetchers
@@ -23,13 +24,14 @@ import (
 type EndpointFunc func(ctx context.Context, s replication.Source) (replication.Endpoint, error)
 
 // newReplicaFetchers builds the follower fetcher manager from the
-// replica.* configs.
-func newReplicaFetchers(rm *ReplicaManager, dial EndpointFunc) (*replication.Manager, error) {
+// replica.* configs; without dial the fetchers connect to their leaders
+// with opts.
+func newReplicaFetchers(rm *ReplicaManager, dial EndpointFunc, opts []wire.DialOption) (*replication.Manager, error) {
 	cfg := rm.Config()
 	clientID := "broker-" + strconv.Itoa(int(rm.nodeID)) + "-fetcher"
 	if dial == nil {
 		dial = func(ctx context.Context, s replication.Source) (replication.Endpoint, error) {
-			return replication.DialEndpoint(ctx, s.Addr, clientID, rm.nodeID)
+			return replication.DialEndpoint(ctx, s.Addr, clientID, rm.nodeID, opts...)
 		}
 	}
 	return replication.NewManager(replication.Config{
