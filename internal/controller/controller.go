@@ -37,6 +37,10 @@ type Config struct {
 	// ClusterID, when set, is checked against every BrokerRegistration
 	// (INCONSISTENT_CLUSTER_ID on a mismatch). Empty skips the check.
 	ClusterID string
+	// BrokerDialOptions secure the controller's connections to the
+	// brokers' inter-broker listener (mirror state reads from the mirror
+	// coordinators): TLS, the node's SASL login.
+	BrokerDialOptions []wire.DialOption
 }
 
 // proposeTimeout bounds how long a decision waits for its records to
@@ -58,6 +62,7 @@ type Controller struct {
 	log            *slog.Logger
 	now            func() time.Time
 	clusterID      string
+	brokerDial     []wire.DialOption
 	q              *quorum.Quorum
 	sessionTimeout time.Duration
 	tick           time.Duration
@@ -122,6 +127,7 @@ func New(cfg Config, q *quorum.Quorum) (*Controller, error) {
 		log:            cfg.Logger.With("component", "controller", "node", cfg.NodeID),
 		now:            cfg.Now,
 		clusterID:      cfg.ClusterID,
+		brokerDial:     cfg.BrokerDialOptions,
 		q:              q,
 		sessionTimeout: timeout,
 		tick:           min(max(timeout/8, 10*time.Millisecond), 250*time.Millisecond),

@@ -123,7 +123,7 @@ func (c *Controller) readStatesFrom(ctx context.Context, img *metadata.Image, le
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
 	dctx, cancel := context.WithTimeout(ctx, stateReadDialLimit)
-	conn, err := wire.Dial(dctx, "tcp", addr, "kmirror-controller-"+strconv.Itoa(int(c.nodeID)))
+	conn, err := wire.Dial(dctx, "tcp", addr, "kmirror-controller-"+strconv.Itoa(int(c.nodeID)), c.brokerDial...)
 	cancel()
 	if err != nil {
 		c.log.Debug("mirror coordinator unreachable", "broker", leader, "addr", addr, "err", err)
