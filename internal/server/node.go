@@ -380,12 +380,23 @@ func (n *Node) openQuorum() error {
 // startController starts the controller and serves its APIs on the
 // controller listener.
 func (n *Node) startController() error {
+	// The controller reads mirror states from the brokers' mirror
+	// coordinators on their inter-broker listener, secured as it requires.
+	// A controller-only node configured without the node's login on that
+	// listener still starts: only those reads (mirror failover) fail.
+	brokerDial, err := n.dialOptions(n.cfg.InterBrokerListenerName)
+	if err != nil {
+		n.log.Warn("the controller cannot secure its connections to the brokers; mirror state reads will be refused",
+			"listener", n.cfg.InterBrokerListenerName, "error", err)
+		brokerDial = nil
+	}
 	c, err := controller.New(controller.Config{
-		NodeID:    n.cfg.NodeID,
-		Cfg:       n.cfg,
-		Logger:    n.log,
-		Now:       n.opts.now,
-		ClusterID: n.clusterID,
+		NodeID:            n.cfg.NodeID,
+		Cfg:               n.cfg,
+		Logger:            n.log,
+		Now:               n.opts.now,
+		ClusterID:         n.clusterID,
+		BrokerDialOptions: brokerDial,
 	}, n.quorum)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)

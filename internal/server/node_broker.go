@@ -15,16 +15,23 @@ import (
 // serves the broker's APIs on every listener that is not a controller
 // listener (Kafka too opens its client listeners only once unfenced).
 func (n *Node) startBroker(ctx context.Context) error {
+	// Followers fetch from their leaders' inter-broker listener, secured
+	// as that listener requires.
+	replicaDial, err := n.dialOptions(n.cfg.InterBrokerListenerName)
+	if err != nil {
+		return err
+	}
 	b, err := broker.New(broker.Config{
 		NodeID: n.cfg.NodeID,
 		Cfg:    n.cfg,
 		Logger: n.log,
 		Now:    n.opts.now,
 	}, broker.Deps{
-		Logs:       n.logs,
-		Metadata:   n.quorum,
-		Controller: n.channel,
-		ClusterID:  n.clusterID,
+		Logs:               n.logs,
+		Metadata:           n.quorum,
+		Controller:         n.channel,
+		ClusterID:          n.clusterID,
+		ReplicaDialOptions: replicaDial,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

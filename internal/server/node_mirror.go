@@ -28,6 +28,20 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 	b := n.broker
 	cfg := n.cfg
 	reqTimeout := time.Duration(cfg.ReplicaSocketTimeoutMs) * time.Millisecond
+	// Every connection of the mirror to this cluster's brokers (state
+	// reads and writes, forwarded last-mirrored-epoch reads, DescribeMirrors
+	// fan-out, the periodic sync) uses the inter-broker listener, secured
+	// as that listener requires.
+	interBroker, err := n.dialOptions(cfg.InterBrokerListenerName)
+	if err != nil {
+		return nil, err
+	}
+	dialAs := func(clientID string) mirror.Dialer {
+		return func(ctx context.Context, addr string) (*wire.Conn, error) {
+			return wire.Dial(ctx, "tcp", addr, clientID, interBroker...)
+		}
+	}
+	node := strconv.Itoa(int(cfg.NodeID))
 	coord := mirror.NewCoordinator(mirror.CoordinatorConfig{
 		NodeID:                 cfg.NodeID,
 		InterBrokerListener:    cfg.InterBrokerListenerName,
@@ -35,17 +49,10 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 		TopicReplicationFactor: cfg.MirrorStateTopicReplicationFactor,
 		RequestTimeout:         reqTimeout,
 		Logger:                 n.log.With("component", "mirror-coordinator"),
-	}, b.CoordinatorHost(), n.quorum, nil)
-	store := mirror.NewRoutedStore(cfg.NodeID, cfg.InterBrokerListenerName, n.quorum, coord, cfg.MirrorStateTopicNumPartitions, nil)
+	}, b.CoordinatorHost(), n.quorum, dialAs("kmirror-mirror-coordinator-"+node))
+	store := mirror.NewRoutedStore(cfg.NodeID, cfg.InterBrokerListenerName, n.quorum, coord, cfg.MirrorStateTopicNumPartitions,
+		dialAs("kmirror-mirror-store-"+node))
 	rm := b.Replicas()
-	// The periodic sync reaches group coordinators and partition leaders
-	// on the inter-broker listener, secured as that listener requires.
-	syncDial, err := n.dialOptions(cfg.InterBrokerListenerName)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	syncClientID := "kmirror-mirror-sync-" + strconv.Itoa(int(cfg.NodeID))
 	mgr, err := mirror.NewManager(mirror.ManagerConfig{
 		NodeID:                       cfg.NodeID,
 		ClusterID:                    n.clusterID,
@@ -66,10 +73,8 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 		ClientOpts:   mirrorconfig.SourceClientOpts,
 		ThrottleRate: func() int64 { return rm.Config().MirrorReplicationThrottledRate },
 		Sync: mirror.SyncDeps{
-			Controller: n.channel,
-			Dial: func(ctx context.Context, addr string) (*wire.Conn, error) {
-				return wire.Dial(ctx, "tcp", addr, syncClientID, syncDial...)
-			},
+			Controller:          n.channel,
+			Dial:                dialAs("kmirror-mirror-sync-" + node),
 			InterBrokerListener: cfg.InterBrokerListenerName,
 		},
 	})
@@ -77,7 +82,7 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 		store.Close()
 		return nil, err
 	}
-	describe := mirror.NewDescriber(cfg.NodeID, cfg.InterBrokerListenerName, n.quorum, mgr, store, nil, reqTimeout)
+	describe := mirror.NewDescriber(cfg.NodeID, cfg.InterBrokerListenerName, n.quorum, mgr, store, dialAs("kmirror-mirror-describe-"+node), reqTimeout)
 	n.quorum.AddPublisher(coord)
 	coord.Start()
 	n.quorum.AddPublisher(mgr)
