@@ -24,7 +24,6 @@ func init() {
 // --resource-pattern-type) and entry (principals, hosts, operations).
 type aclFlags struct {
 	clientFlags
-	securityFlags
 	timeout time.Duration
 
 	topics, groups, txnIDs []string
@@ -43,11 +42,7 @@ func (f *aclFlags) run(cmd *cobra.Command, fn func(ctx context.Context, cl *kgo.
 	if err != nil {
 		return err
 	}
-	sec, err := f.securityFlags.opts()
-	if err != nil {
-		return err
-	}
-	cl, err := f.newClient(sec...)
+	cl, err := f.newClient()
 	if err != nil {
 		return err
 	}
@@ -73,7 +68,6 @@ any ALLOW.`,
 		Args: cobra.NoArgs,
 	}
 	f.clientFlags.register(cmd, true)
-	f.securityFlags.register(cmd)
 	pf := cmd.PersistentFlags()
 	pf.DurationVar(&f.timeout, "timeout", defaultAdminTimeout, "how long to wait for the cluster to answer")
 	pf.StringSliceVar(&f.topics, "topic", nil, "topic resource name (or prefix)")

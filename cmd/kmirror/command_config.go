@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -17,30 +16,26 @@ import (
 	"github.com/kmirror/kmirror/internal/config"
 )
 
-// securityFlags connect an admin command to a secured cluster from a client
+// Every client command connects to a secured cluster from a client
 // properties file (--command-config, as Kafka's tools take it).
-type securityFlags struct {
-	commandConfig string
-}
 
-func (f *securityFlags) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&f.commandConfig, "command-config", "",
-		"client properties file for a secured cluster: security.protocol, sasl.mechanism, sasl.jaas.config (or sasl.username and sasl.password), ssl.ca.location (or a PEM ssl.truststore.location), ssl.certificate.location and ssl.key.location")
-}
+// commandConfigUsage is the help of --command-config.
+const commandConfigUsage = "client properties file for a secured cluster: security.protocol, sasl.mechanism, sasl.jaas.config (or sasl.username and sasl.password), ssl.ca.location (or a PEM ssl.truststore.location), ssl.certificate.location and ssl.key.location"
 
-// opts returns the franz-go options the properties file asks for. Errors
-// name the property, never a secret's value.
-func (f *securityFlags) opts() ([]kgo.Opt, error) {
-	if f.commandConfig == "" {
+// commandConfigOpts returns the franz-go options the properties file at
+// path asks for; none for an empty path. Errors name the property, never a
+// secret's value.
+func commandConfigOpts(path string) ([]kgo.Opt, error) {
+	if path == "" {
 		return nil, nil
 	}
-	text, err := os.ReadFile(f.commandConfig)
+	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--command-config: %w", err)
 	}
 	list, err := config.ParseProperties(string(text))
 	if err != nil {
-		return nil, fmt.Errorf("--command-config %s: %w", f.commandConfig, err)
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
 	}
 	props := map[string]string{}
 	for _, p := range list {

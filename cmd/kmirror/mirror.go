@@ -68,7 +68,11 @@ func (f *mirrorFlags) connect() (*mirroradmin.Client, outputFormat, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	adm, err := mirroradmin.NewFromAddrs(seeds)
+	sec, err := f.securityOpts()
+	if err != nil {
+		return nil, "", err
+	}
+	adm, err := mirroradmin.NewFromAddrs(seeds, sec...)
 	if err != nil {
 		return nil, "", fmt.Errorf("create client: %w", err)
 	}

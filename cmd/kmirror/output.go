@@ -16,8 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The options every client command (topic, produce, consume) shares: which
-// cluster to talk to and how to print what it answered. They live with the
+// The options every client command (topic, produce, consume, group,
+// mirror, acl, user) shares: which cluster to talk to, how to log in to it,
+// and how to print what it answered. They live with the
 // output code because both are the command's contract with the person or
 // script that runs it.
 
@@ -40,11 +41,15 @@ const defaultBootstrap = "localhost:9092"
 type clientFlags struct {
 	bootstrap string
 	output    string
+	// commandConfig is the client properties file of a secured cluster
+	// (command_config.go).
+	commandConfig string
 }
 
-// register adds --bootstrap-server and -o/--output to cmd. A parent command
-// registers them as persistent flags so that `kmirror topic --bootstrap-server X list` and `kmirror topic
-// list --bootstrap-server X` both work.
+// register adds --bootstrap-server, --command-config and -o/--output to
+// cmd. A parent command registers them as persistent flags so that
+// `kmirror topic --bootstrap-server X list` and `kmirror topic list
+// --bootstrap-server X` both work.
 func (f *clientFlags) register(cmd *cobra.Command, persistent bool) {
 	fs := cmd.Flags()
 	if persistent {
@@ -52,7 +57,14 @@ func (f *clientFlags) register(cmd *cobra.Command, persistent bool) {
 	}
 	fs.StringVar(&f.bootstrap, "bootstrap-server", defaultBootstrap,
 		"comma-separated host:port list of brokers to connect to first")
+	fs.StringVar(&f.commandConfig, "command-config", "", commandConfigUsage)
 	fs.StringVarP(&f.output, "output", "o", string(formatTable), "output format: table or json")
+}
+
+// securityOpts returns the franz-go options of --command-config (TLS,
+// SASL); none without it.
+func (f *clientFlags) securityOpts() ([]kgo.Opt, error) {
+	return commandConfigOpts(f.commandConfig)
 }
 
 // format validates -o and returns it.
@@ -79,14 +91,19 @@ func (f *clientFlags) seeds() ([]string, error) {
 	return seeds, nil
 }
 
-// newClient connects a franz-go client to the bootstrap servers with the
-// command's extra options.
+// newClient connects a franz-go client to the bootstrap servers, secured as
+// --command-config says, with the command's extra options.
 func (f *clientFlags) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 	seeds, err := f.seeds()
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+	sec, err := f.securityOpts()
+	if err != nil {
+		return nil, err
+	}
+	all := append(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, sec...), opts...)
+	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("create client: %w", err)
 	}

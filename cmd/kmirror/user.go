@@ -27,7 +27,6 @@ func init() {
 // userFlags are the flags of every `kmirror user` subcommand.
 type userFlags struct {
 	clientFlags
-	securityFlags
 	timeout time.Duration
 }
 
@@ -36,11 +35,7 @@ func (f *userFlags) run(cmd *cobra.Command, fn func(ctx context.Context, cl *kgo
 	if err != nil {
 		return err
 	}
-	sec, err := f.securityFlags.opts()
-	if err != nil {
-		return err
-	}
-	cl, err := f.newClient(sec...)
+	cl, err := f.newClient()
 	if err != nil {
 		return err
 	}
@@ -62,7 +57,6 @@ verifies logins with.`,
 		Args: cobra.NoArgs,
 	}
 	f.clientFlags.register(cmd, true)
-	f.securityFlags.register(cmd)
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", defaultAdminTimeout, "how long to wait for the cluster to answer")
 	cmd.AddCommand(newUserCreateCommand(f), newUserDeleteCommand(f), newUserListCommand(f))
 	return cmd
