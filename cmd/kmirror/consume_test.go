@@ -126,12 +126,16 @@ func TestConsumePartitionAndOffset(t *testing.T) {
 	}
 }
 
+// TestConsumeIdleTimeoutStops: --timeout ends a consumer that has had
+// nothing new for that long. 3 s, not less: the clock also runs while the
+// client connects and fetches its first record, which takes over 300 ms on a
+// loaded machine under the race detector.
 func TestConsumeIdleTimeoutStops(t *testing.T) {
 	bs := startNode(t)
 	mustRun(t, "", "topic", "create", "idle", "--partitions", "2", "--bootstrap-server", bs)
 	produceRecords(t, bs, nil, &kgo.Record{Topic: "idle", Value: []byte("only")})
 	start := time.Now()
-	r := mustRun(t, "", "consume", "idle", "--from-beginning", "--timeout", "300ms", "--bootstrap-server", bs)
+	r := mustRun(t, "", "consume", "idle", "--from-beginning", "--timeout", "3s", "--bootstrap-server", bs)
 	if r.stdout != "only\n" || !strings.Contains(r.stderr, "processed a total of 1 messages") {
 		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
