@@ -26,22 +26,33 @@ const commandConfigUsage = "client properties file for a secured cluster: securi
 // path asks for; none for an empty path. Errors name the property, never a
 // secret's value.
 func commandConfigOpts(path string) ([]kgo.Opt, error) {
+	return propertiesFileOpts("--command-config", path)
+}
+
+// propertiesFileOpts reads the client properties file at path, given with
+// flag (named in errors), and returns the franz-go options it asks for;
+// none for an empty path.
+func propertiesFileOpts(flag, path string) ([]kgo.Opt, error) {
 	if path == "" {
 		return nil, nil
 	}
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--command-config: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	list, err := config.ParseProperties(string(text))
 	if err != nil {
-		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	props := map[string]string{}
 	for _, p := range list {
 		props[p.Key] = p.Value
 	}
-	return clientSecurityOpts(props)
+	opts, err := clientSecurityOpts(props)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return opts, nil
 }
 
 // clientSecurityOpts maps Kafka client properties to franz-go options.

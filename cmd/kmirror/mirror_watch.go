@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/pkg/mirroradmin"
 )
 
@@ -646,25 +645,11 @@ func (f *sourceFlags) client() (*kgo.Client, error) {
 	}
 	seeds := strings.Split(f.bootstrap, ",")
 	opts := []kgo.Opt{kgo.SeedBrokers(seeds...)}
-	if f.commandConfig != "" {
-		text, err := os.ReadFile(f.commandConfig)
-		if err != nil {
-			return nil, fmt.Errorf("--source-command-config: %w", err)
-		}
-		list, err := config.ParseProperties(string(text))
-		if err != nil {
-			return nil, fmt.Errorf("--source-command-config %s: %w", f.commandConfig, err)
-		}
-		props := map[string]string{}
-		for _, p := range list {
-			props[p.Key] = p.Value
-		}
-		sec, err := clientSecurityOpts(props)
-		if err != nil {
-			return nil, fmt.Errorf("--source-command-config %s: %w", f.commandConfig, err)
-		}
-		opts = append(opts, sec...)
+	sec, err := propertiesFileOpts("--source-command-config", f.commandConfig)
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, sec...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("source client: %w", err)
