@@ -121,6 +121,28 @@ func skipTags(b []byte) ([]byte, error) {
 	return b, nil
 }
 
+// dialWires opens n connections to addr; on an error it closes those it
+// opened.
+func dialWires(ctx context.Context, addr string, n int) ([]*wireConn, error) {
+	cs := make([]*wireConn, 0, n)
+	for range n {
+		c, err := dialWire(ctx, addr)
+		if err != nil {
+			closeWires(cs)
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// closeWires closes every connection of cs.
+func closeWires(cs []*wireConn) {
+	for _, c := range cs {
+		_ = c.close()
+	}
+}
+
 // closeOnDone closes every connection of conns once ctx ends, which unblocks
 // their readers and writers; the returned function stops the watch.
 func closeOnDone(ctx context.Context, conns []*wireConn) (stop func() bool) {

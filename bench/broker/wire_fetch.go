@@ -33,19 +33,11 @@ const batchHeaderLen = 61
 // partition is done its high watermark must be exactly its end.
 func wireFetch(ctx context.Context, addr, topic string, ends []int64, conns int) (time.Duration, error) {
 	conns = max(1, min(conns, len(ends)))
-	cs := make([]*wireConn, 0, conns)
-	defer func() {
-		for _, c := range cs {
-			_ = c.close()
-		}
-	}()
-	for range conns {
-		c, err := dialWire(ctx, addr)
-		if err != nil {
-			return 0, err
-		}
-		cs = append(cs, c)
+	cs, err := dialWires(ctx, addr, conns)
+	if err != nil {
+		return 0, err
 	}
+	defer closeWires(cs)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := closeOnDone(ctx, cs)

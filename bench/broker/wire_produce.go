@@ -155,19 +155,11 @@ const corrAt = 8
 // first request written to the last response read (the connections are
 // opened before).
 func wireProduce(ctx context.Context, addr string, load produceLoad, requests, conns, window int) (float64, error) {
-	cs := make([]*wireConn, 0, conns)
-	defer func() {
-		for _, c := range cs {
-			_ = c.close()
-		}
-	}()
-	for range conns {
-		c, err := dialWire(ctx, addr)
-		if err != nil {
-			return 0, err
-		}
-		cs = append(cs, c)
+	cs, err := dialWires(ctx, addr, conns)
+	if err != nil {
+		return 0, err
 	}
+	defer closeWires(cs)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := closeOnDone(ctx, cs)
