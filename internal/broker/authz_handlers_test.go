@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/auth/authtest"
 )
 
 // TestListOffsetsAndEpochAuthorization: a consumer's ListOffsets and
@@ -17,7 +19,7 @@ func TestListOffsetsAndEpochAuthorization(t *testing.T) {
 	e.createTopic("closed", 1, nil)
 	e.mustProduce("open", 0, makeBatch(t, plainBatch(), "a"))
 	e.mustProduce("closed", 0, makeBatch(t, plainBatch(), "b"))
-	e.as(newGrants("DESCRIBE TOPIC open"))
+	e.as(authtest.NewGrants("DESCRIBE TOPIC open"))
 
 	listOffsets := func(replica int32) map[string]int16 {
 		req := kmsg.NewPtrListOffsetsRequest()
@@ -64,7 +66,7 @@ func TestListOffsetsAndEpochAuthorization(t *testing.T) {
 		t.Fatalf("consumer OffsetForLeaderEpoch: %v, want %v", got, want)
 	}
 
-	e.as(newGrants("CLUSTER_ACTION CLUSTER kafka-cluster"))
+	e.as(authtest.NewGrants("CLUSTER_ACTION CLUSTER kafka-cluster"))
 	unknown := kerr.UnknownTopicOrPartition.Code
 	if got, want := listOffsets(2), map[string]int16{"open": 0, "closed": 0, "missing": unknown}; !mapsEqual(got, want) {
 		t.Fatalf("follower ListOffsets with CLUSTER_ACTION: %v, want %v", got, want)
@@ -83,7 +85,7 @@ func TestMetadataAuthorization(t *testing.T) {
 	e := newEnv(t, nil)
 	e.createTopic("seen", 1, nil)
 	hiddenID := e.createTopic("hidden", 1, nil)
-	e.as(newGrants("DESCRIBE TOPIC seen", "DESCRIBE TOPIC missing", "DESCRIBE TOPIC auto", "CREATE TOPIC auto"))
+	e.as(authtest.NewGrants("DESCRIBE TOPIC seen", "DESCRIBE TOPIC missing", "DESCRIBE TOPIC auto", "CREATE TOPIC auto"))
 
 	all := e.call(metadataReq(12, false)).(*kmsg.MetadataResponse)
 	if len(all.Topics) != 1 || deref(all.Topics[0].Topic) != "seen" {
@@ -131,7 +133,7 @@ func TestMetadataAuthorization(t *testing.T) {
 	}
 
 	// CREATE on the cluster covers any topic.
-	e.as(newGrants("DESCRIBE TOPIC anything", "CREATE CLUSTER kafka-cluster"))
+	e.as(authtest.NewGrants("DESCRIBE TOPIC anything", "CREATE CLUSTER kafka-cluster"))
 	if r := e.call(metadataReq(12, true, "anything")).(*kmsg.MetadataResponse); r.Topics[0].ErrorCode == taf {
 		t.Fatal("auto-creation with CREATE on the cluster refused")
 	}
@@ -148,7 +150,7 @@ func TestDeleteRecordsAndDescribeProducersAuthorization(t *testing.T) {
 		e.mustProduce("open", 0, makeBatch(t, plainBatch(), "a"))
 		e.mustProduce("closed", 0, makeBatch(t, plainBatch(), "b"))
 	}
-	e.as(newGrants("DELETE TOPIC open", "READ TOPIC closed"))
+	e.as(authtest.NewGrants("DELETE TOPIC open", "READ TOPIC closed"))
 	if rp := deleteRecords(t, e, "closed", 0, 2); rp.ErrorCode != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("DeleteRecords without DELETE: %v", kerr.ErrorForCode(rp.ErrorCode))
 	}
@@ -199,7 +201,7 @@ func TestInitProducerIDAuthorization(t *testing.T) {
 		// No transaction coordinator in this env: past the check.
 		{"transactional with WRITE", []string{"WRITE TRANSACTIONAL_ID tx"}, kmsg.StringPtr("tx"), kerr.CoordinatorNotAvailable.Code},
 	} {
-		e.as(newGrants(tc.grants...))
+		e.as(authtest.NewGrants(tc.grants...))
 		r := init(tc.txnID)
 		if r.ErrorCode != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(r.ErrorCode), kerr.ErrorForCode(tc.want))
@@ -217,7 +219,7 @@ func TestDescribeConfigsAuthorization(t *testing.T) {
 	e := newEnv(t, nil)
 	e.createTopic("open", 1, nil)
 	e.createTopic("closed", 1, nil)
-	e.as(newGrants("DESCRIBE_CONFIGS TOPIC open"))
+	e.as(authtest.NewGrants("DESCRIBE_CONFIGS TOPIC open"))
 	for _, tc := range []struct {
 		typ  kmsg.ConfigResourceType
 		name string
@@ -233,7 +235,7 @@ func TestDescribeConfigsAuthorization(t *testing.T) {
 			t.Errorf("%v %s: %v with %d configs, want %v", tc.typ, tc.name, kerr.ErrorForCode(r.ErrorCode), len(r.Configs), kerr.ErrorForCode(tc.want))
 		}
 	}
-	e.as(newGrants("DESCRIBE_CONFIGS CLUSTER kafka-cluster"))
+	e.as(authtest.NewGrants("DESCRIBE_CONFIGS CLUSTER kafka-cluster"))
 	if r := describeConfigs(t, e, 4, kmsg.ConfigResourceTypeBroker, "1", nil, false, false); r.ErrorCode != 0 || len(r.Configs) == 0 {
 		t.Fatalf("broker configs with DESCRIBE_CONFIGS on the cluster: %v", kerr.ErrorForCode(r.ErrorCode))
 	}

@@ -2,52 +2,17 @@ package broker
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/auth/authtest"
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
-// grants is a test authorizer: the principal may do exactly what it lists,
-// as "OPERATION RESOURCE_TYPE name" (kmsg's names: "WRITE TOPIC orders",
-// "CLUSTER_ACTION CLUSTER kafka-cluster"). It counts its calls.
-type grants struct {
-	allow map[string]bool
-	calls int
-}
-
-func newGrants(entries ...string) *grants {
-	g := &grants{allow: map[string]bool{}}
-	for _, e := range entries {
-		g.allow[e] = true
-	}
-	return g
-}
-
-func grantKey(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) string {
-	return op.String() + " " + rt.String() + " " + name
-}
-
-func (g *grants) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	g.calls++
-	return g.allow[grantKey(op, rt, name)]
-}
-
-func (g *grants) AuthorizeAny(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
-	prefix := op.String() + " " + rt.String() + " "
-	for k := range g.allow {
-		if strings.HasPrefix(k, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
 // as makes the env's requests come from a principal with g's rights.
-func (e *env) as(g *grants) {
+func (e *env) as(g *authtest.Grants) {
 	e.rc = &wire.RequestContext{Listener: "PLAINTEXT", Principal: "User:alice", Authz: g}
 }
 
@@ -98,7 +63,7 @@ func TestProduceAuthorization(t *testing.T) {
 	e := newEnv(t, nil)
 	e.createTopic("open", 2, nil)
 	e.createTopic("closed", 2, nil)
-	g := newGrants("WRITE TOPIC open", "WRITE TRANSACTIONAL_ID tx-ok")
+	g := authtest.NewGrants("WRITE TOPIC open", "WRITE TRANSACTIONAL_ID tx-ok")
 	e.as(g)
 
 	resp, err := produceTo(e, -1, nil, makeBatch(t, plainBatch(), "v"), "open", "closed", "missing")
@@ -109,8 +74,8 @@ func TestProduceAuthorization(t *testing.T) {
 	if got := produceCodes(t, resp); !mapsEqual(got, want) {
 		t.Fatalf("codes %v, want %v", got, want)
 	}
-	if g.calls != 3 {
-		t.Errorf("authorizer asked %d times for 3 topics of 2 partitions", g.calls)
+	if g.Calls() != 3 {
+		t.Errorf("authorizer asked %d times for 3 topics of 2 partitions", g.Calls())
 	}
 	if end := e.partition("closed", 0).Log().LogEndOffset(); end != 0 {
 		t.Fatalf("refused partition appended: log end %d", end)
@@ -155,7 +120,7 @@ func TestFetchAuthorization(t *testing.T) {
 	e.createTopic("closed", 1, nil)
 	e.mustProduce("open", 0, makeBatch(t, plainBatch(), "a"))
 	e.mustProduce("closed", 0, makeBatch(t, plainBatch(), "b"))
-	e.as(newGrants("READ TOPIC open"))
+	e.as(authtest.NewGrants("READ TOPIC open"))
 
 	codes := func(r *kmsg.FetchResponse) map[string]int16 {
 		out := map[string]int16{}
@@ -215,7 +180,7 @@ func TestFetchAuthorization(t *testing.T) {
 	if got := codes(r)["open"]; got != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("follower fetch without CLUSTER_ACTION: code %d", got)
 	}
-	e.as(newGrants("CLUSTER_ACTION CLUSTER kafka-cluster"))
+	e.as(authtest.NewGrants("CLUSTER_ACTION CLUSTER kafka-cluster"))
 	r = decodeFetch(t, e.call(follower))
 	if got := codes(r)["open"]; errors.Is(kerr.ErrorForCode(got), kerr.TopicAuthorizationFailed) {
 		t.Fatalf("follower fetch with CLUSTER_ACTION refused")

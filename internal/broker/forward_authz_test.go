@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/auth/authtest"
 )
 
 // createTopicsAs sends a CreateTopics v7 of names (one partition each) and
@@ -36,7 +38,7 @@ func TestCreateTopicsAuthorization(t *testing.T) {
 		defer e.ctrl.mu.Unlock()
 		return e.ctrl.creates
 	}
-	e.as(newGrants("CREATE TOPIC mine", "CREATE TOPIC shown", "DESCRIBE_CONFIGS TOPIC shown"))
+	e.as(authtest.NewGrants("CREATE TOPIC mine", "CREATE TOPIC shown", "DESCRIBE_CONFIGS TOPIC shown"))
 	got := createTopicsAs(e, "mine", "theirs", "shown")
 	if r := got["theirs"]; r.ErrorCode != kerr.TopicAuthorizationFailed.Code || deref(r.ErrorMessage) != "Authorization failed." {
 		t.Fatalf("theirs: %v %s", kerr.ErrorForCode(r.ErrorCode), deref(r.ErrorMessage))
@@ -63,7 +65,7 @@ func TestCreateTopicsAuthorization(t *testing.T) {
 		t.Fatal("a request refused entirely was forwarded to the controller")
 	}
 
-	e.as(newGrants("CREATE CLUSTER kafka-cluster"))
+	e.as(authtest.NewGrants("CREATE CLUSTER kafka-cluster"))
 	if r := createTopicsAs(e, "anything"); r["anything"].ErrorCode != 0 {
 		t.Fatalf("CREATE on the cluster: %v", kerr.ErrorForCode(r["anything"].ErrorCode))
 	}
@@ -78,7 +80,7 @@ func TestDeleteTopicsAuthorization(t *testing.T) {
 	e.createTopic("kept", 1, nil)
 	secretID := e.createTopic("secret", 1, nil)
 	visibleID := e.createTopic("visible", 1, nil)
-	e.as(newGrants("DELETE TOPIC gone", "DESCRIBE TOPIC visible"))
+	e.as(authtest.NewGrants("DELETE TOPIC gone", "DESCRIBE TOPIC visible"))
 
 	v5 := kmsg.NewPtrDeleteTopicsRequest()
 	v5.Version, v5.TimeoutMillis, v5.TopicNames = 5, 1000, []string{"gone", "kept"}
@@ -132,7 +134,7 @@ func TestAlterRequestsAuthorization(t *testing.T) {
 	e := newEnv(t, nil)
 	e.createTopic("open", 1, nil)
 	e.createTopic("closed", 1, nil)
-	e.as(newGrants("ALTER_CONFIGS TOPIC open"))
+	e.as(authtest.NewGrants("ALTER_CONFIGS TOPIC open"))
 	taf, caf := kerr.TopicAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Code
 
 	cp := kmsg.NewPtrCreatePartitionsRequest()

@@ -2,37 +2,13 @@ package group
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/auth/authtest"
 )
-
-// grants is a test authorizer: the principal may do exactly what it lists,
-// as "OPERATION RESOURCE_TYPE name" in kmsg's names ("READ GROUP g").
-type grants map[string]bool
-
-func newGrants(entries ...string) grants {
-	g := grants{}
-	for _, e := range entries {
-		g[e] = true
-	}
-	return g
-}
-
-func (g grants) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return g[op.String()+" "+rt.String()+" "+name]
-}
-
-func (g grants) AuthorizeAny(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
-	for k := range g {
-		if strings.HasPrefix(k, op.String()+" "+rt.String()+" ") {
-			return true
-		}
-	}
-	return false
-}
 
 // offsetsByTopic is an OffsetFetch v8 of one group: the group's error and
 // each partition's offset and error by "topic/partition".
@@ -104,7 +80,7 @@ func TestGroupAPIsRefuseWithoutRights(t *testing.T) {
 	e := newEnv(t)
 	member := e.stableGroup("g", "A")
 	e.commitTo("g", member, 1, 7, "t1")
-	e.authz = newGrants()
+	e.authz = authtest.NewGrants()
 	gaf := kerr.GroupAuthorizationFailed
 
 	fc := kmsg.NewPtrFindCoordinatorRequest()
@@ -174,7 +150,7 @@ func TestGroupAPIsRefuseWithoutRights(t *testing.T) {
 	tct.Partitions = append(tct.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
 	tc.Topics = append(tc.Topics, tct)
 	wantCode(t, "TxnOffsetCommit", e.do(tc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, kerr.TransactionalIDAuthorizationFailed)
-	e.authz = newGrants("WRITE TRANSACTIONAL_ID tx")
+	e.authz = authtest.NewGrants("WRITE TRANSACTIONAL_ID tx")
 	wantCode(t, "TxnOffsetCommit with the id only", e.do(tc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, gaf)
 
 	// Nothing changed.
@@ -198,7 +174,7 @@ func TestGroupAPIsWithRights(t *testing.T) {
 	member := e.stableGroup("g", "A")
 	e.commitTo("g", member, 1, 5, "t1", "t2")
 	e.commitTo("other", "", -1, 1, "t1")
-	rights := newGrants("READ GROUP g", "DESCRIBE GROUP g", "READ TOPIC t1", "DESCRIBE TOPIC t1")
+	rights := authtest.NewGrants("READ GROUP g", "DESCRIBE GROUP g", "READ TOPIC t1", "DESCRIBE TOPIC t1")
 	e.authz = rights
 	taf := int64(kerr.TopicAuthorizationFailed.Code)
 
@@ -217,12 +193,12 @@ func TestGroupAPIsWithRights(t *testing.T) {
 	if got := e.listGroups(); !slices.Equal(got, []string{"g"}) {
 		t.Fatalf("ListGroups with DESCRIBE on g: %v", got)
 	}
-	rights["DESCRIBE CLUSTER kafka-cluster"] = true
+	rights.Allow("DESCRIBE CLUSTER kafka-cluster")
 	if got := e.listGroups(); !slices.Equal(got, []string{"g", "other"}) {
 		t.Fatalf("ListGroups with DESCRIBE on the cluster: %v", got)
 	}
 
-	rights["DELETE GROUP g"] = true
+	rights.Allow("DELETE GROUP g")
 	od := kmsg.NewPtrOffsetDeleteRequest()
 	od.Group = "g"
 	for _, topic := range []string{"t2", "t1"} {

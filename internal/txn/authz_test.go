@@ -1,40 +1,15 @@
 package txn
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/auth/authtest"
 	"github.com/kmirror/kmirror/internal/storage"
 )
-
-// grants is a test authorizer: the principal may do exactly what it lists,
-// as "OPERATION RESOURCE_TYPE name" in kmsg's names.
-type grants map[string]bool
-
-func newGrants(entries ...string) grants {
-	g := grants{}
-	for _, e := range entries {
-		g[e] = true
-	}
-	return g
-}
-
-func (g grants) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return g[op.String()+" "+rt.String()+" "+name]
-}
-
-func (g grants) AuthorizeAny(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
-	for k := range g {
-		if strings.HasPrefix(k, op.String()+" "+rt.String()+" ") {
-			return true
-		}
-	}
-	return false
-}
 
 func (e *env) listTransactionIDs() []string {
 	e.t.Helper()
@@ -70,7 +45,7 @@ func TestTransactionAPIsAuthorize(t *testing.T) {
 	e.initProducer("other", time.Minute)
 	a0, b0 := storage.TopicPartition{Topic: "a", Partition: 0}, storage.TopicPartition{Topic: "b", Partition: 0}
 
-	rights := newGrants()
+	rights := authtest.NewGrants()
 	e.authz = rights
 	for tp, err := range p.addVersion(3, a0) {
 		if !isErr(err, kerr.TransactionalIDAuthorizationFailed) {
@@ -93,8 +68,8 @@ func TestTransactionAPIsAuthorize(t *testing.T) {
 		t.Fatalf("broker verification without CLUSTER_ACTION: %+v", r)
 	}
 
-	rights["WRITE TRANSACTIONAL_ID tx"] = true
-	rights["WRITE TOPIC a"] = true
+	rights.Allow("WRITE TRANSACTIONAL_ID tx")
+	rights.Allow("WRITE TOPIC a")
 	got := p.addVersion(3, a0, b0)
 	if !isErr(got[a0], kerr.OperationNotAttempted) || !isErr(got[b0], kerr.TopicAuthorizationFailed) {
 		t.Fatalf("add a (WRITE) and b (no WRITE): %v", got)
@@ -108,13 +83,13 @@ func TestTransactionAPIsAuthorize(t *testing.T) {
 	if err := p.addOffsets(3, "g"); !isErr(err, kerr.GroupAuthorizationFailed) {
 		t.Fatalf("AddOffsetsToTxn without READ on the group: %v", err)
 	}
-	rights["READ GROUP g"] = true
+	rights.Allow("READ GROUP g")
 	if err := p.addOffsets(3, "g"); err != nil {
 		t.Fatalf("AddOffsetsToTxn: %v", err)
 	}
 
-	rights["DESCRIBE TRANSACTIONAL_ID tx"] = true
-	rights["DESCRIBE TOPIC a"] = true
+	rights.Allow("DESCRIBE TRANSACTIONAL_ID tx")
+	rights.Allow("DESCRIBE TOPIC a")
 	st := e.describe("tx")
 	if st.ErrorCode != 0 || len(st.Topics) != 1 || st.Topics[0].Topic != "a" {
 		t.Fatalf("description with DESCRIBE on a only (not %s): %+v", OffsetsTopic, st)
@@ -126,7 +101,7 @@ func TestTransactionAPIsAuthorize(t *testing.T) {
 		t.Fatalf("EndTxn: %v", err)
 	}
 
-	rights["CLUSTER_ACTION CLUSTER kafka-cluster"] = true
+	rights.Allow("CLUSTER_ACTION CLUSTER kafka-cluster")
 	if r := e.brokerVerify(p, a0); r.ErrorCode != 0 || len(r.Transactions) != 1 {
 		t.Fatalf("broker verification with CLUSTER_ACTION: %+v", r)
 	}
