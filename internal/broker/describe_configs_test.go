@@ -2,6 +2,7 @@ package broker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -136,5 +137,31 @@ func TestDescribeConfigsBroker(t *testing.T) {
 	}
 	if r := describeConfigs(t, e, 4, kmsg.ConfigResourceType(99), "x", nil, false, false); r.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("unknown resource type: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// A config changed through a broker reads back from it at once, though the
+// image reaches the broker's publishers after the metadata source applied
+// it: the forwarded change answers only once the broker's image caught up.
+func TestAlterConfigsReadYourWrites(t *testing.T) {
+	e := newEnv(t, nil)
+	e.createTopic("ryw", 1, map[string]string{"retention.ms": "1000"})
+	e.meta.lagPublications(t, 100*time.Millisecond)
+
+	for i, v := range []string{"2000", "3000"} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "ryw"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "retention.ms", kmsg.StringPtr(v)
+		res.Configs = append(res.Configs, c)
+		req.Resources = append(req.Resources, res)
+		if r := e.call(req).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+			t.Fatal(kerr.ErrorForCode(r.Resources[0].ErrorCode))
+		}
+		r := describeConfigs(t, e, 4, kmsg.ConfigResourceTypeTopic, "ryw", []string{"retention.ms"}, false, false)
+		if got := deref(configEntry(t, r, "retention.ms").Value); got != v {
+			t.Fatalf("alter %d: retention.ms read back %s, want %s", i, got, v)
+		}
 	}
 }

@@ -122,12 +122,30 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, rc *wire.Req
 	return resp, err
 }
 
+// localMetadataWait caps how long a forwarded change waits for this
+// broker's image to catch up with its metadata source.
+const localMetadataWait = 5 * time.Second
+
+// awaitLocalMetadata waits until the image this broker serves from has
+// caught up with everything its metadata source has applied, so that a
+// client that changed metadata through this broker reads its change back
+// from it (the image reaches the broker on the publisher goroutine, a
+// moment after the quorum applied it). It gives up after localMetadataWait
+// or when ctx ends: the change is made either way.
+func (b *Broker) awaitLocalMetadata(ctx context.Context) {
+	target := b.deps.Metadata.Image().Offset()
+	cond := func() bool { return b.rm.Image().Offset() >= target }
+	waitUntil(ctx, b.closing, time.Now().Add(localMetadataWait), []*notifier{&b.rm.metaNotify}, cond)
+}
+
 // forward sends req to the active controller and returns its response at
-// the request's version, or an error response if none answered.
+// the request's version, or an error response if none answered. An answer
+// returns once this broker's image shows the change (awaitLocalMetadata).
 func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := b.deps.Controller.Send(ctx, req)
 	if err == nil && resp != nil && resp.Key() == req.Key() {
 		resp.SetVersion(req.GetVersion())
+		b.awaitLocalMetadata(ctx)
 		return resp, nil
 	}
 	if err == nil {

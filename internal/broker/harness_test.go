@@ -45,6 +45,34 @@ type testMeta struct {
 	pubs     []metadata.Publisher
 	pubMu    sync.Mutex // serialises publisher calls, as the quorum does
 	leaderID int32
+	// lagged, when set, takes the publications instead of apply: a
+	// goroutine delivers each one late, in order, as the quorum's
+	// publisher goroutine may trail the image it applied (lagPublications).
+	lagged chan func()
+}
+
+// lagPublications makes every later change reach the publishers lag after
+// the image shows it.
+func (m *testMeta) lagPublications(t testing.TB, lag time.Duration) {
+	ch := make(chan func(), 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for publish := range ch {
+			time.Sleep(lag)
+			publish()
+		}
+	}()
+	m.mu.Lock()
+	m.lagged = ch
+	m.mu.Unlock()
+	t.Cleanup(func() {
+		m.mu.Lock()
+		m.lagged = nil
+		m.mu.Unlock()
+		close(ch)
+		<-done
+	})
 }
 
 func (m *testMeta) Image() *metadata.Image {
@@ -85,10 +113,18 @@ func (m *testMeta) apply(rs ...metadata.Record) error {
 	img := d.Apply()
 	m.img = img
 	pubs := append([]metadata.Publisher(nil), m.pubs...)
+	lagged := m.lagged
 	m.mu.Unlock()
-	for _, p := range pubs {
-		p.OnMetadataUpdate(d, img)
+	publish := func() {
+		for _, p := range pubs {
+			p.OnMetadataUpdate(d, img)
+		}
 	}
+	if lagged != nil {
+		lagged <- publish
+		return nil
+	}
+	publish()
 	return nil
 }
 

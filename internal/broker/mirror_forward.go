@@ -50,6 +50,7 @@ func (b *Broker) handleMirrorWrite(ctx context.Context, _ *wire.RequestContext, 
 	resp, err := b.deps.Controller.Send(ctx, req)
 	if err == nil && resp != nil && resp.Key() == req.Key() {
 		resp.SetVersion(req.GetVersion())
+		b.awaitLocalMetadata(ctx)
 		if cond := visible(resp); cond != nil && timeoutMillis > 0 {
 			wait := min(time.Duration(timeoutMillis)*time.Millisecond, mirrorVisibleWait)
 			waitUntil(ctx, b.closing, time.Now().Add(wait), []*notifier{&b.rm.metaNotify}, func() bool { return cond(b.rm.Image()) })

@@ -45,6 +45,7 @@ func (s securityService) forward(ctx context.Context, _ *wire.RequestContext, re
 	resp, err := s.b.deps.Controller.Send(ctx, req)
 	if err == nil && resp != nil && resp.Key() == req.Key() {
 		resp.SetVersion(req.GetVersion())
+		s.b.awaitLocalMetadata(ctx)
 		return resp, nil
 	}
 	if err == nil {
