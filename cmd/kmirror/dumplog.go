@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -210,12 +211,12 @@ func dumpSegment(w io.Writer, data []byte, base int64, f dumpLogFlags) error {
 	for pos < len(data) {
 		batch, _, err := record.NextBatch(data[pos:])
 		if err != nil {
-			fmt.Fprintf(w, "Found %d invalid bytes at the end of the file (position %d): %v\n", len(data)-pos, pos, err)
+			printTail(w, data, pos, err)
 			return nil
 		}
 		h, err := record.ParseHeader(batch)
 		if err != nil {
-			fmt.Fprintf(w, "Found %d invalid bytes at the end of the file (position %d): %v\n", len(data)-pos, pos, err)
+			printTail(w, data, pos, err)
 			return nil
 		}
 		valid := record.ValidateCRC(batch) == nil
@@ -241,6 +242,17 @@ func dumpSegment(w io.Writer, data []byte, base int64, f dumpLogFlags) error {
 		pos += len(batch)
 	}
 	return nil
+}
+
+// printTail describes the bytes from pos on, where no batch starts: zeros
+// (what a broker writes ahead of its appends, left by a crash, or pages a
+// crash left unwritten) or invalid bytes.
+func printTail(w io.Writer, data []byte, pos int, err error) {
+	if bytes.Count(data[pos:], []byte{0}) == len(data)-pos {
+		fmt.Fprintf(w, "Found %d zero bytes at the end of the file (position %d): no data\n", len(data)-pos, pos)
+		return
+	}
+	fmt.Fprintf(w, "Found %d invalid bytes at the end of the file (position %d): %v\n", len(data)-pos, pos, err)
 }
 
 func timestampName(h record.Header) string {

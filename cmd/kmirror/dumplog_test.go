@@ -121,6 +121,19 @@ func TestDumpLogSegmentIndexesAndSnapshot(t *testing.T) {
 	if !strings.Contains(out, "isvalid: false") || !strings.Contains(out, "Found 3 invalid bytes at the end") {
 		t.Errorf("corruption not reported:\n%s", out)
 	}
+	// A zero-filled tail (a crashed broker's zeros written ahead of its
+	// appends) is no data, not corruption.
+	data, _ = os.ReadFile(seg)
+	zeroTail := filepath.Join(t.TempDir(), "00000000000000000000.log")
+	if err := os.WriteFile(zeroTail, append(data, make([]byte, 4096)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = runDumpLog(t, zeroTail); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Found 4096 zero bytes at the end of the file") || strings.Contains(out, "invalid") {
+		t.Errorf("zero tail not reported as such:\n%s", out)
+	}
 
 	idx, err := runDumpLog(t, filepath.Join(pdir, "00000000000000000000.index"), filepath.Join(pdir, "00000000000000000000.timeindex"))
 	if err != nil {

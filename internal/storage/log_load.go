@@ -402,9 +402,13 @@ func (l *Log) recoverSegments(from int, logStart int64) error {
 		if err != nil {
 			return fmt.Errorf("recover segment %s: %w", s.name(), err)
 		}
-		if cut > 0 || reason != nil {
+		switch {
+		case reason != nil:
 			l.logger.Warn("found invalid bytes in segment during recovery; truncating",
 				"file", s.name(), "position", s.size.Load(), "bytes_truncated", cut, "reason", reason)
+		case cut > 0:
+			l.logger.Info("cut the zero-filled tail of a segment during recovery",
+				"file", s.name(), "position", s.size.Load(), "bytes_truncated", cut)
 		}
 		minOffset = s.nextOffset
 		if reason != nil && i+1 < len(segs) {

@@ -62,7 +62,13 @@ type segment struct {
 	rollTs          int64 // max timestamp of the first append; -1 if none; rollTsUnknown until loaded
 	created         time.Time
 	jitterMs        int64
-	preallocated    bool
+	preallocated    bool // the file may extend past size (seal trims it)
+
+	// Warming ahead (segment_warm.go); guarded by the Log's lock.
+	warmEnd      int64     // the file holds zeros from size up to here
+	warmChunkIdx int64     // the warmChunk the last append ended in
+	warmChunkAt  time.Time // when an append first ended in it
+	warmFast     bool      // the last chunk filled within warmWindow
 
 	refs    atomic.Int64
 	deleted atomic.Bool
@@ -366,12 +372,15 @@ func (s *segment) largestTimestamp() (int64, error) {
 // before the bytes are published; if it fails, or the write does, the file
 // is cut back to its previous size so that it still holds only whole,
 // checked batches. A verify failure is returned wrapped in errRefused.
-func (s *segment) append(buf []byte, batches []batchInfo, verify func() error) error {
+func (s *segment) append(buf []byte, batches []batchInfo, verify func() error, warm bool, now time.Time) error {
 	ix, err := s.indexes()
 	if err != nil {
 		return err
 	}
 	pos := s.size.Load()
+	if warm {
+		s.warmAhead(pos, int64(len(buf)), now)
+	}
 	_, err = s.log.WriteAt(buf, pos)
 	if err == nil && verify != nil {
 		if verr := verify(); verr != nil {
@@ -383,6 +392,7 @@ func (s *segment) append(buf []byte, batches []batchInfo, verify func() error) e
 			s.logger.Error("cannot cut a failed append off a segment", "file", s.name(), "position", pos, "error", terr)
 			return fmt.Errorf("write to segment %s: %w", s.name(), terr) // an I/O failure, whatever verify said
 		}
+		s.warmReset(pos)
 		if errors.Is(err, errRefused) {
 			return err
 		}
@@ -644,6 +654,7 @@ func (s *segment) seal() error {
 			return fmt.Errorf("trim segment %s: %w", s.name(), err)
 		}
 		s.preallocated = false
+		s.warmReset(s.size.Load())
 	}
 	return nil
 }
@@ -727,6 +738,7 @@ func (s *segment) truncateTo(offset int64, cfg LogConfig, now time.Time) (int64,
 		return 0, fmt.Errorf("truncate segment %s: %w", s.name(), err)
 	}
 	s.preallocated = false
+	s.warmReset(pos)
 	s.size.Store(pos)
 	// Recompute the largest timestamp: the last time index entry, then the
 	// batches after it.

@@ -121,6 +121,17 @@ func (s *segment) recover(minOffset, indexCapacity int64, onBatch func(h record.
 		pos += size
 		next = h.NextOffset()
 	}
+	if reason != nil {
+		zeros, err := s.zeroTail(pos, fileSize)
+		if err != nil {
+			return 0, nil, err
+		}
+		if zeros {
+			// Zeros written ahead of the data (segment_warm.go), or pages
+			// the crash left unwritten: no data, nothing corrupt.
+			reason = nil
+		}
+	}
 	if pos < fileSize {
 		if err := s.log.Truncate(pos); err != nil {
 			return 0, nil, fmt.Errorf("truncate corrupt segment %s: %w", s.name(), err)
@@ -128,6 +139,7 @@ func (s *segment) recover(minOffset, indexCapacity int64, onBatch func(h record.
 	}
 	s.size.Store(pos)
 	s.preallocated = false
+	s.warmReset(pos)
 	s.nextOffset = s.base
 	if pos > 0 {
 		s.nextOffset = next
@@ -169,4 +181,27 @@ func (s *segment) resetIndexes(capacity int64) error {
 	}
 	s.idx.Store(&segmentIndexes{off: off, time: tm})
 	return nil
+}
+
+// zeroTail reports whether the file holds only zero bytes from pos to end,
+// a tail that recovery cuts without calling it corrupt. Tails longer than
+// two warmChunks are not read: warming ahead never leaves one.
+func (s *segment) zeroTail(pos, end int64) (bool, error) {
+	if end-pos > 2*warmChunk {
+		return false, nil
+	}
+	buf := make([]byte, end-pos)
+	n, err := s.log.ReadAt(buf, pos)
+	if int64(n) < end-pos {
+		if err == nil || errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read the tail of segment %s: %w", s.name(), err)
+	}
+	for _, b := range buf {
+		if b != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }

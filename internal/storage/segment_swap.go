@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/record"
 )
@@ -87,7 +88,7 @@ func (s *segment) appendBatches(buf []byte) error {
 	if len(infos) == 0 {
 		return nil
 	}
-	return s.append(buf, infos, nil)
+	return s.append(buf, infos, nil, false, time.Time{})
 }
 
 // replaceSegments swaps the cleaner's new segments (suffix .cleaned) in for
