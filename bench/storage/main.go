@@ -8,17 +8,19 @@ import (
 	"strings"
 )
 
-// Usage: go run ./bench/storage [-runs 5] [-dir DIR] [-only 16KiB] [-v]
+// Usage: go run ./bench/storage [-runs 5] [-dir DIR] [-only 16KiB] [-v] [-prime=false]
 //
 // Every scenario makes -runs paired runs (see paired.go), each writing (or
 // reading) the same fixed amount of data on both sides, and reports the
-// median throughput of each side, the median of the per-run ratios, and
-// their spread (min..max) as the run-to-run noise.
+// median throughput of each side (raw, raw warm, log), the median of the
+// per-run ratios of the log to each raw side, and their spread (min..max)
+// as the run-to-run noise.
 func main() {
 	runs := flag.Int("runs", 5, "paired runs of each scenario")
 	dir := flag.String("dir", "", "directory for the files (default: a temporary directory)")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	verbose := flag.Bool("v", false, "print every run")
+	prime := flag.Bool("prime", true, "write and delete a scratch file as large as a run's data before each run (see primePageCache)")
 	flag.Parse()
 	base := *dir
 	if base == "" {
@@ -45,26 +47,37 @@ func main() {
 		{"append", pairedAppend, scenarios},
 		{"read", pairedRead, readScenarios},
 	}
-	fmt.Printf("%-8s %-15s %9s %9s %7s %13s\n", "op", "scenario", "raw MB/s", "log MB/s", "log/raw", "min..max")
+	fmt.Printf("%-8s %-15s %9s %9s %9s %7s %13s %9s %13s\n", "op", "scenario", "raw MB/s", "warm MB/s", "log MB/s",
+		"log/raw", "min..max", "log/warm", "min..max")
 	for _, o := range ops {
 		for _, sc := range o.scenarios {
 			if *only != "" && !strings.Contains(sc.name, *only) {
 				continue
 			}
-			var logs, raws, ratios []float64
+			var logs, raws, warms, ratios, warmRatios []float64
 			for r := 0; r < *runs; r++ {
+				if *prime {
+					if err := primePageCache(base, primeBytes(o.what, sc)); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(1)
+					}
+				}
 				s, err := o.run(sc, base)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s %s: %v\n", o.what, sc.name, err)
 					os.Exit(1)
 				}
-				raws, logs = append(raws, s.rawMBps()), append(logs, s.logMBps())
+				raws, warms, logs = append(raws, s.rawMBps()), append(warms, s.warmMBps()), append(logs, s.logMBps())
 				ratios = append(ratios, s.logMBps()/s.rawMBps())
+				warmRatios = append(warmRatios, s.logMBps()/s.warmMBps())
 				if *verbose {
-					fmt.Printf("  run %d %s %s: raw %.0f log %.0f MB/s, ratio %.2f\n", r, o.what, sc.name, s.rawMBps(), s.logMBps(), ratios[r])
+					fmt.Printf("  run %d %s %s: raw %.0f raw warm %.0f log %.0f MB/s, log/raw %.2f, log/warm %.2f\n",
+						r, o.what, sc.name, s.rawMBps(), s.warmMBps(), s.logMBps(), ratios[r], warmRatios[r])
 				}
 			}
-			fmt.Printf("%-8s %-15s %9.0f %9.0f %7.2f %7.2f..%.2f\n", o.what, sc.name, median(raws), median(logs), median(ratios), slices.Min(ratios), slices.Max(ratios))
+			fmt.Printf("%-8s %-15s %9.0f %9.0f %9.0f %7.2f %7.2f..%.2f %9.2f %7.2f..%.2f\n", o.what, sc.name,
+				median(raws), median(warms), median(logs), median(ratios), slices.Min(ratios), slices.Max(ratios),
+				median(warmRatios), slices.Min(warmRatios), slices.Max(warmRatios))
 		}
 	}
 }
@@ -76,4 +89,13 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// primeBytes is how much page cache a run of op on sc sets up: three sides
+// of its data.
+func primeBytes(op string, sc scenario) int64 {
+	if op == "read" {
+		return 3 * readBytes
+	}
+	return 3 * int64(sc.appends) * int64(sc.batchRecs) * (recordSize + 20)
 }

@@ -20,14 +20,17 @@ import (
 // steadier than that of separate raw and log runs (what the Go benchmarks
 // in storage_test.go do).
 
-// sides is the time each side of a paired run spent and the bytes it moved.
+// sides is the time each side of a paired run spent and the bytes it moved:
+// plain pwrite/pread (raw), the same with the log's warm-ahead (warm, see
+// raw_warm.go) and the log.
 type sides struct {
-	raw, log time.Duration
-	bytes    int64
+	raw, warm, log time.Duration
+	bytes          int64
 }
 
-func (s sides) rawMBps() float64 { return float64(s.bytes) / s.raw.Seconds() / 1e6 }
-func (s sides) logMBps() float64 { return float64(s.bytes) / s.log.Seconds() / 1e6 }
+func (s sides) rawMBps() float64  { return float64(s.bytes) / s.raw.Seconds() / 1e6 }
+func (s sides) warmMBps() float64 { return float64(s.bytes) / s.warm.Seconds() / 1e6 }
+func (s sides) logMBps() float64  { return float64(s.bytes) / s.log.Seconds() / 1e6 }
 
 // timed runs f and adds its duration to *d.
 func timed(d *time.Duration, f func() error) error {
@@ -55,6 +58,13 @@ func pairedAppend(sc scenario, dir string) (sides, error) {
 	}
 	defer os.Remove(rawPath)
 	defer f.Close()
+	warmPath := filepath.Join(dir, "rawwarm")
+	wf, err := os.OpenFile(warmPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return sides{}, err
+	}
+	defer os.Remove(warmPath)
+	defer wf.Close()
 
 	var s sides
 	var pos, next int64
@@ -65,6 +75,16 @@ func pairedAppend(sc scenario, dir string) (sides, error) {
 		pos += int64(len(batch))
 		if sc.sync {
 			return unix.Fdatasync(int(f.Fd()))
+		}
+		return nil
+	}
+	ww := &warmWriter{f: wf, warm: !sc.sync}
+	warmOp := func() error {
+		if err := ww.write(batch); err != nil {
+			return err
+		}
+		if sc.sync {
+			return unix.Fdatasync(int(wf.Fd()))
 		}
 		return nil
 	}
@@ -81,7 +101,7 @@ func pairedAppend(sc scenario, dir string) (sides, error) {
 	}
 	settle()
 	for i := range sc.appends {
-		if err := pairedStep(i, &s, rawOp, logOp); err != nil {
+		if err := pairedStep(i, &s, rawOp, warmOp, logOp); err != nil {
 			return s, err
 		}
 		s.bytes += int64(len(batch))
@@ -107,12 +127,23 @@ func pairedRead(sc scenario, dir string) (sides, error) {
 	}
 	defer os.Remove(rawPath)
 	defer f.Close()
+	warmPath := filepath.Join(dir, "readrawwarm")
+	wf, err := os.OpenFile(warmPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return sides{}, err
+	}
+	defer os.Remove(warmPath)
+	defer wf.Close()
+	ww := &warmWriter{f: wf, warm: true}
 	var size int64
 	for l.Size() < readBytes {
 		if _, err := l.AppendAsLeader(batch, 0, storage.OriginClient); err != nil {
 			return sides{}, err
 		}
 		if _, err := f.WriteAt(batch, size); err != nil {
+			return sides{}, err
+		}
+		if err := ww.write(batch); err != nil {
 			return sides{}, err
 		}
 		size += int64(len(batch))
@@ -144,6 +175,10 @@ func pairedRead(sc scenario, dir string) (sides, error) {
 		_, err := f.ReadAt(rawBuf[:cur.n], cur.pos)
 		return err
 	}
+	warmOp := func() error {
+		_, err := wf.ReadAt(rawBuf[:cur.n], cur.pos)
+		return err
+	}
 	for off, pos := int64(0), int64(0); off < l.LogEndOffset(); {
 		res, err := l.Read(off, readFetch, storage.FetchLogEnd, true)
 		if err != nil {
@@ -161,6 +196,9 @@ func pairedRead(sc scenario, dir string) (sides, error) {
 		if err := rawOp(); err != nil {
 			return sides{}, err
 		}
+		if err := warmOp(); err != nil {
+			return sides{}, err
+		}
 		fetches = append(fetches, cur)
 		off += int64(cur.n/len(batch)) * int64(sc.batchRecs)
 		pos += int64(cur.n)
@@ -169,7 +207,7 @@ func pairedRead(sc scenario, dir string) (sides, error) {
 	var s sides
 	for i := range reads {
 		cur = fetches[i%len(fetches)]
-		if err := pairedStep(i, &s, rawOp, logOp); err != nil {
+		if err := pairedStep(i, &s, rawOp, warmOp, logOp); err != nil {
 			return s, err
 		}
 		s.bytes += int64(cur.n)
@@ -177,21 +215,20 @@ func pairedRead(sc scenario, dir string) (sides, error) {
 	return s, nil
 }
 
-// pairedStep runs one raw and one log operation, alternating which goes
-// first so that neither always finds the other's after-effects (a warm
-// cache, a queued writeback).
-func pairedStep(i int, s *sides, rawOp, logOp func() error) error {
-	if i%2 == 0 {
-		if err := timed(&s.raw, rawOp); err != nil {
-			return fmt.Errorf("raw: %w", err)
+// pairedStep runs one operation of each side, rotating which goes first so
+// that none always finds another's after-effects (a warm cache, a queued
+// writeback).
+func pairedStep(i int, s *sides, rawOp, warmOp, logOp func() error) error {
+	steps := []struct {
+		d    *time.Duration
+		op   func() error
+		name string
+	}{{&s.raw, rawOp, "raw"}, {&s.warm, warmOp, "raw warm"}, {&s.log, logOp, "log"}}
+	for k := range steps {
+		st := steps[(i+k)%len(steps)]
+		if err := timed(st.d, st.op); err != nil {
+			return fmt.Errorf("%s: %w", st.name, err)
 		}
-		return timed(&s.log, logOp)
-	}
-	if err := timed(&s.log, logOp); err != nil {
-		return err
-	}
-	if err := timed(&s.raw, rawOp); err != nil {
-		return fmt.Errorf("raw: %w", err)
 	}
 	return nil
 }

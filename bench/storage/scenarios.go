@@ -2,7 +2,8 @@
 // system: appends of 1 KiB records in 16 KiB and 1 MiB batches, and
 // sequential reads of the same data, each paired operation by operation
 // with plain pwrite/pread of the same bytes to/from files in the same
-// directory, under the same fsync policy (paired.go). It prints each side's
+// directory, under the same fsync policy, and with pwrite/pread of a file
+// written with the log's warm-ahead (paired.go, raw_warm.go). It prints each side's
 // throughput, their ratio and the spread between runs. The same scenarios
 // are Go benchmarks in storage_test.go (separate raw and log runs, for
 // profiling).
