@@ -178,6 +178,18 @@ func NodeDialOptions(cfg *config.Config, name string) ([]wire.DialOption, error)
 	return opts, nil
 }
 
+// NodeTLSConfig returns the TLS configuration this node uses to connect to
+// the listener called name on other nodes, or nil if that listener does not
+// use TLS (raft's connections use it: they authenticate with the node's
+// certificate, not with SASL).
+func NodeTLSConfig(cfg *config.Config, name string) (*tls.Config, error) {
+	protocol, err := listenerProtocol(cfg, name)
+	if err != nil || !UsesTLS(protocol) {
+		return nil, err
+	}
+	return ClientTLSConfig(cfg, name)
+}
+
 // listenerProtocol returns the security protocol of a listener, also of one
 // this node does not bind (a broker-only node's view of the controllers'
 // listener): listener.security.protocol.map, where PLAINTEXT is the default

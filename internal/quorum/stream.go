@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -77,15 +79,31 @@ var ErrStreamClosed = errors.New("raft stream layer closed")
 // traffic; the server owns the listener.
 type StreamLayer struct {
 	advertise net.Addr
+	dialTLS   func(address string) *tls.Config
 	conns     chan net.Conn
 	closeOnce sync.Once
 	closed    chan struct{}
 }
 
+// StreamOption configures a StreamLayer.
+type StreamOption func(*StreamLayer)
+
+// WithDialTLS makes Dial speak TLS to the peers for which tlsFor returns a
+// configuration (those whose raft listener uses TLS), before the preamble:
+// raft traffic is then encrypted like the listener's Kafka traffic, and the
+// peer's certificate is verified. nil means plain TCP.
+func WithDialTLS(tlsFor func(address string) *tls.Config) StreamOption {
+	return func(s *StreamLayer) { s.dialTLS = tlsFor }
+}
+
 // NewStreamLayer returns a stream layer for a node whose raft address (the
 // address its peers dial, host:port) is advertise.
-func NewStreamLayer(advertise net.Addr) *StreamLayer {
-	return &StreamLayer{advertise: advertise, conns: make(chan net.Conn), closed: make(chan struct{})}
+func NewStreamLayer(advertise net.Addr, opts ...StreamOption) *StreamLayer {
+	s := &StreamLayer{advertise: advertise, conns: make(chan net.Conn), closed: make(chan struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Handoff passes an inbound raft connection, whose preamble has been
@@ -127,6 +145,16 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	c, err := d.Dial("tcp", string(address))
 	if err != nil {
 		return nil, err
+	}
+	if s.dialTLS != nil {
+		if cfg := s.dialTLS(string(address)); cfg != nil {
+			tc, err := tlsClient(c, cfg, string(address), timeout)
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("raft TLS to %s: %w", address, err)
+			}
+			c = tc
+		}
 	}
 	if timeout > 0 {
 		c.SetWriteDeadline(time.Now().Add(timeout))
@@ -225,4 +253,26 @@ func (o *ownListener) close() {
 	o.mu.Unlock()
 	o.ln.Close()
 	o.wg.Wait()
+}
+
+// tlsClient runs a TLS handshake as a client on c, naming the peer by the
+// host of address unless cfg names it.
+func tlsClient(c net.Conn, cfg *tls.Config, address string, timeout time.Duration) (*tls.Conn, error) {
+	if cfg.ServerName == "" {
+		cfg = cfg.Clone()
+		if host, _, err := net.SplitHostPort(address); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	tc := tls.Client(c, cfg)
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, err
+	}
+	return tc, nil
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kmirror/kmirror/internal/auth"
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/quorum"
@@ -200,35 +202,20 @@ func (s *netServer) handle(l *boundListener, nc net.Conn) {
 		nc.Close()
 		return
 	}
+	tlsListener := l.sec != nil && l.sec.TLS != nil
 	if l.raft != nil && quorum.IsRaftPreamble(first[:]) {
-		_ = nc.SetReadDeadline(time.Now().Add(preambleTimeout))
-		if err := quorum.ReadPreambleRest(nc, first[:]); err != nil {
-			log.Warn("closing connection: bad raft preamble", "error", err)
+		if tlsListener {
+			// Raft peers speak TLS to a TLS listener, like its clients.
+			log.Warn("closing connection: a raft peer connected without TLS to a TLS listener")
 			nc.Close()
 			return
 		}
-		_ = nc.SetReadDeadline(time.Time{})
-		// From here raft owns the connection (Handoff closes it if the
-		// stream layer is closed); shutdown must not close it under raft.
-		// Handoff blocks until raft accepts, so it runs outside the
-		// connection goroutines that closeConns waits for.
-		s.untrack(nc)
-		s.handoffs.Add(1)
-		go func() {
-			defer s.handoffs.Done()
-			l.raft.Handoff(nc)
-		}()
-		return
-	}
-	if err := l.ep.wait(s.ctx); err != nil {
-		nc.Close()
+		s.handoffRaft(l, nc, nc, first[:], log)
 		return
 	}
 	c := &conn{nc: nc, ep: l.ep, limits: s.limits, log: log, principal: wire.AnonymousPrincipal, reqs: s.requests}
 	start := first[:]
-	if l.sec != nil && l.sec.TLS != nil {
-		// TLS starts after the sniff, so raft peers keep their plain
-		// connections on a TLS controller listener.
+	if tlsListener {
 		tc, principal, err := s.tlsHandshake(l, nc, start)
 		if err != nil {
 			log.Info("closing connection: TLS handshake failed", "error", err)
@@ -236,11 +223,74 @@ func (s *netServer) handle(l *boundListener, nc net.Conn) {
 			return
 		}
 		c.nc, c.principal, start = tc, principal, nil
+		if l.raft != nil {
+			// A raft peer's preamble comes first inside TLS; a Kafka
+			// client's first frame size cannot look like it.
+			var inner [sniffLen]byte
+			if s.limits.idleTimeout > 0 {
+				_ = nc.SetReadDeadline(time.Now().Add(s.limits.idleTimeout))
+			}
+			if _, err := io.ReadFull(tc, inner[:]); err != nil {
+				nc.Close()
+				return
+			}
+			if quorum.IsRaftPreamble(inner[:]) {
+				if !raftPeerAllowed(l, principal, nc) {
+					log.Warn("closing connection: a raft peer's certificate principal lacks CLUSTER_ACTION on the cluster",
+						"principal", principal)
+					nc.Close()
+					return
+				}
+				s.handoffRaft(l, nc, tc, inner[:], log)
+				return
+			}
+			start = inner[:]
+		}
+	}
+	if err := l.ep.wait(s.ctx); err != nil {
+		nc.Close()
+		return
 	}
 	if l.sec != nil && l.sec.SASL != nil {
 		c.sasl = newSASLState(l.sec.SASL)
 	}
 	c.serve(s.ctx, start)
+}
+
+// raftPeerAllowed reports whether a raft peer that connected over TLS may
+// join: with an authorizer, a peer that presented a client certificate must
+// be allowed CLUSTER_ACTION on the cluster (be a super user), as Kafka
+// requires of controllers. A peer without one (a listener that does not
+// require client certificates) is not authenticated: raft has no SASL.
+func raftPeerAllowed(l *boundListener, principal string, nc net.Conn) bool {
+	if l.ep.authz == nil || principal == wire.AnonymousPrincipal {
+		return true
+	}
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	return l.ep.authz.Authorize(principal, host, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, wire.ClusterResourceName)
+}
+
+// handoffRaft reads the rest of a raft preamble from rc (nc itself, or the
+// TLS connection over it) whose first bytes were first, and hands rc to
+// raft.
+func (s *netServer) handoffRaft(l *boundListener, nc, rc net.Conn, first []byte, log *slog.Logger) {
+	_ = nc.SetReadDeadline(time.Now().Add(preambleTimeout))
+	if err := quorum.ReadPreambleRest(rc, first); err != nil {
+		log.Warn("closing connection: bad raft preamble", "error", err)
+		nc.Close()
+		return
+	}
+	_ = nc.SetReadDeadline(time.Time{})
+	// From here raft owns the connection (Handoff closes it if the stream
+	// layer is closed); shutdown must not close it under raft. Handoff
+	// blocks until raft accepts, so it runs outside the connection
+	// goroutines that closeConns waits for.
+	s.untrack(nc)
+	s.handoffs.Add(1)
+	go func() {
+		defer s.handoffs.Done()
+		l.raft.Handoff(rc)
+	}()
 }
 
 // closeListeners stops accepting new connections.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/auth"
 	"github.com/kmirror/kmirror/internal/broker"
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/controller"
@@ -291,7 +293,11 @@ func (n *Node) bindListeners() error {
 	if err != nil {
 		return err
 	}
-	n.stream = quorum.NewStreamLayer(raftAddr(advertise))
+	tlsFor, err := n.raftDialTLS()
+	if err != nil {
+		return err
+	}
+	n.stream = quorum.NewStreamLayer(raftAddr(advertise), quorum.WithDialTLS(tlsFor))
 	n.net.listener(name).raft = n.stream
 	n.net.start()
 	return nil
@@ -327,6 +333,31 @@ func (n *Node) raftEndpoint() (listener, advertise string, err error) {
 		port = n.net.listener(listener).ln.Addr().(*net.TCPAddr).Port
 	}
 	return listener, net.JoinHostPort(a.Host, strconv.Itoa(port)), nil
+}
+
+// raftDialTLS returns how raft connects to each peer: with the controller
+// listener's TLS to a voter (at its controller.quorum.voters address), with
+// the inter-broker listener's TLS to a broker-only node; nil where that
+// listener does not use TLS.
+func (n *Node) raftDialTLS() (func(address string) *tls.Config, error) {
+	ctl, err := auth.NodeTLSConfig(n.cfg, n.cfg.ControllerListenerNames[0])
+	if err != nil {
+		return nil, fmt.Errorf("raft connections to the controllers: %w", err)
+	}
+	ib, err := auth.NodeTLSConfig(n.cfg, n.cfg.InterBrokerListenerName)
+	if err != nil {
+		return nil, fmt.Errorf("raft connections to the brokers: %w", err)
+	}
+	voters := map[string]bool{}
+	for _, v := range n.cfg.QuorumVoters {
+		voters[v.Address()] = true
+	}
+	return func(address string) *tls.Config {
+		if voters[address] {
+			return ctl
+		}
+		return ib
+	}, nil
 }
 
 // singleVoterTimeout is the raft timing of a quorum with a single voter.
