@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kmirror/kmirror/bench/internal/pagecache"
 )
 
 // options are the command-line settings of one benchmark invocation.
@@ -78,7 +80,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.fetchConns, "fetch-conns", 4, "connections of the raw fetch loop (each reads its share of the partitions, one request in flight)")
 	flag.StringVar(&acks, "acks", "1,all", "acks of the produce workloads (consume rows need all)")
 	flag.StringVar(&lz4, "lz4", "off,on", "lz4 compression of the workloads: off, on or both")
-	flag.BoolVar(&o.prime, "prime", true, "write and delete a scratch file of a measurement's volume right before each produce and raw disk measurement, so that each finds recently freed memory (see primePageCache)")
+	flag.BoolVar(&o.prime, "prime", true, "write and delete a scratch file of a measurement's volume right before each produce and raw disk measurement, so that each finds recently freed memory (see pagecache.Prime)")
 	flag.Parse()
 	o.targets = strings.Split(targets, ",")
 	for _, t := range o.targets {
@@ -352,13 +354,13 @@ func measureRaw(o options, total int64, piece int, pr, cr *row, rs *rowSet, logg
 // measurement (kfake keeps a whole topic in memory) made the next one's
 // allocations free of page faults, so that kfake's franz-go produce ran
 // ~1.5x faster late in an invocation than early. Then, with -prime, the
-// page cache is primed (primePageCache).
+// page cache is primed (pagecache.Prime).
 func (o options) settle(n int64) error {
 	debug.FreeOSMemory()
 	if !o.prime {
 		return nil
 	}
-	return primePageCache(o.dir, n)
+	return pagecache.Prime(o.dir, n)
 }
 
 // startTarget starts broker name for run r.

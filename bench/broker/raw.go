@@ -231,30 +231,3 @@ func diskWritePieces(dir string, total int64, piece, files int) (float64, error)
 	}
 	return mbps(total, time.Since(start)), nil
 }
-
-// primePageCache writes n bytes to a scratch file in dir and deletes it,
-// untimed, right before a measurement that allocates memory (page cache or
-// heap) at its own pace. On a virtual machine that returns free memory to
-// its host (free page reporting, as on the machine these figures come from),
-// a page freed a few seconds ago costs a fault in the host on its next use:
-// appending to a fresh file ran at 1.0-1.3 GB/s five seconds after a delete
-// and at 3.5-4.6 GB/s right after one. Priming puts every measurement, raw
-// or broker, in the second state, that of a machine whose free memory is
-// simply free, instead of in whichever state the previous step left.
-func primePageCache(dir string, n int64) error {
-	f, err := os.CreateTemp(dir, "prime-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, rawChunk)
-	for written := int64(0); written < n; {
-		k := min(int64(len(buf)), n-written)
-		if _, err := f.Write(buf[:k]); err != nil {
-			return fmt.Errorf("prime the page cache: %w", err)
-		}
-		written += k
-	}
-	return nil
-}

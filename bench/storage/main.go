@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/kmirror/kmirror/bench/internal/pagecache"
 )
 
 // Usage: go run ./bench/storage [-runs 5] [-dir DIR] [-only 16KiB] [-v] [-prime=false]
@@ -20,7 +22,7 @@ func main() {
 	dir := flag.String("dir", "", "directory for the files (default: a temporary directory)")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	verbose := flag.Bool("v", false, "print every run")
-	prime := flag.Bool("prime", true, "write and delete a scratch file as large as a run's data before each run (see primePageCache)")
+	prime := flag.Bool("prime", true, "write and delete a scratch file as large as a run's data before each run (see pagecache.Prime)")
 	flag.Parse()
 	base := *dir
 	if base == "" {
@@ -57,7 +59,7 @@ func main() {
 			var logs, raws, warms, ratios, warmRatios []float64
 			for r := 0; r < *runs; r++ {
 				if *prime {
-					if err := primePageCache(base, primeBytes(o.what, sc)); err != nil {
+					if err := pagecache.Prime(base, primeBytes(o.what, sc)); err != nil {
 						fmt.Fprintln(os.Stderr, err)
 						os.Exit(1)
 					}

@@ -40,6 +40,27 @@ func timed(d *time.Duration, f func() error) error {
 	return err
 }
 
+// rawFiles creates the files of the two raw sides, name and name+"warm",
+// in dir; done closes and removes them.
+func rawFiles(dir, name string) (raw, warm *os.File, done func(), err error) {
+	var fs []*os.File
+	done = func() {
+		for _, f := range fs {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+	for _, n := range []string{name, name + "warm"} {
+		f, err := os.OpenFile(filepath.Join(dir, n), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			done()
+			return nil, nil, nil, err
+		}
+		fs = append(fs, f)
+	}
+	return fs[0], fs[1], done, nil
+}
+
 // pairedAppend appends sc.appends batches to a fresh log and pwrites the
 // same bytes to a fresh raw file in the same directory (with an fdatasync
 // per write when sc.sync, like flush.messages=1), one of each in turn.
@@ -51,20 +72,11 @@ func pairedAppend(sc scenario, dir string) (sides, error) {
 		return sides{}, err
 	}
 	defer l.Delete()
-	rawPath := filepath.Join(dir, "raw")
-	f, err := os.OpenFile(rawPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, wf, done, err := rawFiles(dir, "raw")
 	if err != nil {
 		return sides{}, err
 	}
-	defer os.Remove(rawPath)
-	defer f.Close()
-	warmPath := filepath.Join(dir, "rawwarm")
-	wf, err := os.OpenFile(warmPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return sides{}, err
-	}
-	defer os.Remove(warmPath)
-	defer wf.Close()
+	defer done()
 
 	var s sides
 	var pos, next int64
@@ -120,20 +132,11 @@ func pairedRead(sc scenario, dir string) (sides, error) {
 		return sides{}, err
 	}
 	defer l.Delete()
-	rawPath := filepath.Join(dir, "readraw")
-	f, err := os.OpenFile(rawPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, wf, done, err := rawFiles(dir, "readraw")
 	if err != nil {
 		return sides{}, err
 	}
-	defer os.Remove(rawPath)
-	defer f.Close()
-	warmPath := filepath.Join(dir, "readrawwarm")
-	wf, err := os.OpenFile(warmPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return sides{}, err
-	}
-	defer os.Remove(warmPath)
-	defer wf.Close()
+	defer done()
 	ww := &warmWriter{f: wf, warm: true}
 	var size int64
 	for l.Size() < readBytes {
