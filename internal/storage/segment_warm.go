@@ -2,6 +2,7 @@ package storage
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +41,31 @@ const (
 // warmZeros is the source of the zero-filled ranges (never written to).
 var warmZeros = make([]byte, warmChunk)
 
+// Whether warming pays depends on the machine's memory: it sets up large
+// page-cache folios, which are cheap from memory that is simply free or
+// reclaimable, but can cost more than they save where every new page costs
+// the kernel extra work (on this benchmark machine, a virtual machine that
+// returns free memory to its host, writing a 256 KiB chunk of zeros took
+// 40-600 µs depending on what ran before). So every zero write is timed,
+// and one slower than warmSlowChunk per warmChunk turns warming off, for
+// every segment, for warmBackoff; then it is tried again.
+var (
+	warmSlowChunk = 100 * time.Microsecond // about 2.6 GB/s
+	warmBackoff   = 5 * time.Second
+	warmOffUntil  atomic.Int64 // unix nanoseconds; warming is off before it
+)
+
+// warmOff reports whether warming is off (a recent zero write was slow).
+func warmOff() bool { return time.Now().UnixNano() < warmOffUntil.Load() }
+
+// warmTimed records how long writing n bytes of zeros took, turning warming
+// off for a while if that is slower than it pays.
+func warmTimed(n int64, d time.Duration) {
+	if d > time.Duration(int64(warmSlowChunk)*n/warmChunk) {
+		warmOffUntil.Store(time.Now().Add(warmBackoff).UnixNano())
+	}
+}
+
 // warmAllowed reports whether a log with cfg may warm ahead: only without
 // an explicit flush policy.
 func warmAllowed(cfg LogConfig) bool {
@@ -61,11 +87,12 @@ func (s *segment) warmAhead(pos, n int64, now time.Time) {
 		s.warmChunkIdx, s.warmChunkAt = chunk, now
 		s.warmFast = fast
 	}
-	if !s.warmFast {
+	if !s.warmFast || warmOff() {
 		return
 	}
 	from := max(s.warmEnd, pos)
 	to := (end + warmChunk - 1) / warmChunk * warmChunk
+	start := time.Now()
 	for at := from; at < to; {
 		k := min(to-at, int64(len(warmZeros)))
 		if _, err := s.log.WriteAt(warmZeros[:k], at); err != nil {
@@ -75,6 +102,7 @@ func (s *segment) warmAhead(pos, n int64, now time.Time) {
 		}
 		at += k
 	}
+	warmTimed(to-from, time.Since(start))
 	s.warmEnd = to
 	s.preallocated = true // seal cuts the zeros off
 }

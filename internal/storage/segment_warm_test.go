@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+func init() {
+	// The tests check what warming does, not whether this machine's memory
+	// makes it pay (TestWarmAheadBacksOffWhenZeroWritesAreSlow does).
+	warmSlowChunk = time.Hour
+}
+
 // warmConfig is the default config (no flush policy, 1 GiB segments) with
 // the test-friendly timestamp bounds of smallConfig.
 func warmConfig() LogConfig {
@@ -188,5 +194,35 @@ func TestWarmAheadTruncationCutsTheZeros(t *testing.T) {
 	checkInvariants(t, l)
 	if size, fileSize, zeros := fileTail(t, l); fileSize <= size || !zeros {
 		t.Fatalf("appends after truncation do not warm ahead again: data %d, file %d", size, fileSize)
+	}
+}
+
+func TestWarmAheadBacksOffWhenZeroWritesAreSlow(t *testing.T) {
+	defer func(slow, backoff time.Duration) {
+		warmSlowChunk, warmBackoff = slow, backoff
+		warmOffUntil.Store(0)
+	}(warmSlowChunk, warmBackoff)
+	// Every zero write is "slow": after the first, no segment warms ahead
+	// until the back-off has passed.
+	warmSlowChunk, warmBackoff = 0, time.Hour
+	clk := newTestClock()
+	l := openLog(t, t.TempDir(), warmConfig(), Options{Now: clk.Now})
+	defer l.Close()
+	appendBig(t, l, clk, 40, time.Millisecond)
+	if !warmOff() {
+		t.Fatal("warming is still on after a slow zero write")
+	}
+	other := openLog(t, t.TempDir(), warmConfig(), Options{Now: clk.Now})
+	defer other.Close()
+	appendBig(t, other, clk, 40, time.Millisecond)
+	if size, fileSize, _ := fileTail(t, other); fileSize != size {
+		t.Fatalf("another log warms ahead during the back-off: data %d, file %d", size, fileSize)
+	}
+	// Once the back-off has passed, warming is tried again.
+	warmOffUntil.Store(0)
+	warmSlowChunk = time.Hour
+	appendBig(t, other, clk, 40, time.Millisecond)
+	if size, fileSize, zeros := fileTail(t, other); fileSize <= size || !zeros {
+		t.Fatalf("no warming after the back-off: data %d, file %d", size, fileSize)
 	}
 }
