@@ -2,8 +2,11 @@ package storage
 
 import (
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Warming the page cache ahead of small appends.
@@ -47,13 +50,24 @@ var warmZeros = make([]byte, warmChunk)
 // the kernel extra work (on this benchmark machine, a virtual machine that
 // returns free memory to its host, writing a 256 KiB chunk of zeros took
 // 40-600 µs depending on what ran before). So every zero write is timed,
-// and one slower than warmSlowChunk per warmChunk turns warming off, for
-// every segment, for warmBackoff; then it is tried again.
+// in the CPU time of the thread that makes it (wall time would count the
+// moments other threads ran instead, frequent on a busy machine), and one
+// slower than warmSlowChunk per warmChunk turns warming off, for every
+// segment, for warmBackoff; then it is tried again.
 var (
-	warmSlowChunk = 100 * time.Microsecond // about 2.6 GB/s
+	warmSlowChunk = 200 * time.Microsecond // about 1.3 GB/s
 	warmBackoff   = 5 * time.Second
 	warmOffUntil  atomic.Int64 // unix nanoseconds; warming is off before it
 )
+
+// threadCPU returns the CPU time of the calling thread, or 0 if unknown.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
 
 // warmOff reports whether warming is off (a recent zero write was slow).
 func warmOff() bool { return time.Now().UnixNano() < warmOffUntil.Load() }
@@ -61,7 +75,7 @@ func warmOff() bool { return time.Now().UnixNano() < warmOffUntil.Load() }
 // warmTimed records how long writing n bytes of zeros took, turning warming
 // off for a while if that is slower than it pays.
 func warmTimed(n int64, d time.Duration) {
-	if d > time.Duration(int64(warmSlowChunk)*n/warmChunk) {
+	if d >= time.Duration(int64(warmSlowChunk)*n/warmChunk) {
 		warmOffUntil.Store(time.Now().Add(warmBackoff).UnixNano())
 	}
 }
@@ -92,7 +106,9 @@ func (s *segment) warmAhead(pos, n int64, now time.Time) {
 	}
 	from := max(s.warmEnd, pos)
 	to := (end + warmChunk - 1) / warmChunk * warmChunk
-	start := time.Now()
+	runtime.LockOSThread() // the thread whose CPU time threadCPU reads
+	defer runtime.UnlockOSThread()
+	start := threadCPU()
 	for at := from; at < to; {
 		k := min(to-at, int64(len(warmZeros)))
 		if _, err := s.log.WriteAt(warmZeros[:k], at); err != nil {
@@ -102,7 +118,7 @@ func (s *segment) warmAhead(pos, n int64, now time.Time) {
 		}
 		at += k
 	}
-	warmTimed(to-from, time.Since(start))
+	warmTimed(to-from, threadCPU()-start)
 	s.warmEnd = to
 	s.preallocated = true // seal cuts the zeros off
 }
