@@ -3,6 +3,7 @@ package storage
 import (
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,9 +52,10 @@ var warmZeros = make([]byte, warmChunk)
 // returns free memory to its host, writing a 256 KiB chunk of zeros took
 // 40-600 µs depending on what ran before). So every zero write is timed,
 // in the CPU time of the thread that makes it (wall time would count the
-// moments other threads ran instead, frequent on a busy machine), and one
-// slower than warmSlowChunk per warmChunk turns warming off, for every
-// segment, for warmBackoff; then it is tried again.
+// moments other threads ran instead, frequent on a busy machine), and once
+// their average (warmCost) is slower than warmSlowChunk per warmChunk,
+// warming is off, for every segment, for warmBackoff; then it is tried
+// again.
 var (
 	warmSlowChunk = 200 * time.Microsecond // about 1.3 GB/s
 	warmBackoff   = 5 * time.Second
@@ -72,11 +74,29 @@ func threadCPU() time.Duration {
 // warmOff reports whether warming is off (a recent zero write was slow).
 func warmOff() bool { return time.Now().UnixNano() < warmOffUntil.Load() }
 
+// warmCost is the moving average (weight 1/4 for the newest) of the CPU
+// time of a zero write, per warmChunk, over every segment: one slow write
+// (the first into a new file, a page-cache reclaim) does not decide, a run
+// of them does.
+var (
+	warmCostMu sync.Mutex
+	warmCost   time.Duration
+)
+
 // warmTimed records how long writing n bytes of zeros took, turning warming
-// off for a while if that is slower than it pays.
+// off for a while once zero writes are slower, on average, than warming
+// pays. The average restarts when warming is turned back on.
 func warmTimed(n int64, d time.Duration) {
-	if d >= time.Duration(int64(warmSlowChunk)*n/warmChunk) {
+	if n <= 0 {
+		return
+	}
+	perChunk := time.Duration(int64(d) * warmChunk / n)
+	warmCostMu.Lock()
+	defer warmCostMu.Unlock()
+	warmCost += (perChunk - warmCost) / 4
+	if warmCost >= warmSlowChunk {
 		warmOffUntil.Store(time.Now().Add(warmBackoff).UnixNano())
+		warmCost = 0
 	}
 }
 

@@ -201,6 +201,7 @@ func TestWarmAheadBacksOffWhenZeroWritesAreSlow(t *testing.T) {
 	defer func(slow, backoff time.Duration) {
 		warmSlowChunk, warmBackoff = slow, backoff
 		warmOffUntil.Store(0)
+		warmCost = 0
 	}(warmSlowChunk, warmBackoff)
 	// Every zero write is "slow": after the first, no segment warms ahead
 	// until the back-off has passed.
