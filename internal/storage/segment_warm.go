@@ -71,7 +71,8 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// warmOff reports whether warming is off (a recent zero write was slow).
+// warmOff reports whether warming is off (zero writes were recently slow on
+// average).
 func warmOff() bool { return time.Now().UnixNano() < warmOffUntil.Load() }
 
 // warmCost is the moving average (weight 1/4 for the newest) of the CPU
