@@ -67,15 +67,24 @@ func holdsBatches(t *testing.T, l *Log, want [][]byte) {
 	}
 }
 
-func TestWarmAheadZerosPastTheDataAndSealTrimsThem(t *testing.T) {
-	clk := newTestClock()
-	dir := t.TempDir()
+// warmedLog opens a log in dir and appends small batches to it fast
+// enough to warm ahead, checking that zeros now follow the data up to a
+// warmChunk boundary. It returns the log, its batches and the data's size.
+func warmedLog(t *testing.T, dir string, clk *testClock) (*Log, [][]byte, int64) {
+	t.Helper()
 	l := openLog(t, dir, warmConfig(), Options{Now: clk.Now})
 	want := appendBig(t, l, clk, 40, time.Millisecond)
 	size, fileSize, zeros := fileTail(t, l)
 	if fileSize <= size || fileSize%warmChunk != 0 || !zeros {
 		t.Fatalf("after fast small appends: data %d, file %d (want zeros up to a %d boundary), zeros %v", size, fileSize, warmChunk, zeros)
 	}
+	return l, want, size
+}
+
+func TestWarmAheadZerosPastTheDataAndSealTrimsThem(t *testing.T) {
+	clk := newTestClock()
+	dir := t.TempDir()
+	l, want, size := warmedLog(t, dir, clk)
 	holdsBatches(t, l, want)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -110,12 +119,7 @@ func (s *syncBuffer) String() string {
 func TestWarmAheadTailAfterACrashIsCutWithoutCallingItCorrupt(t *testing.T) {
 	clk := newTestClock()
 	dir := t.TempDir()
-	l := openLog(t, dir, warmConfig(), Options{Now: clk.Now})
-	want := appendBig(t, l, clk, 40, time.Millisecond)
-	size, fileSize, _ := fileTail(t, l)
-	if fileSize <= size {
-		t.Fatalf("no zeros past the data (file %d, data %d)", fileSize, size)
-	}
+	l, want, size := warmedLog(t, dir, clk)
 	crash(l)
 
 	var logs syncBuffer
@@ -180,9 +184,8 @@ func TestWarmAheadOnlyForFastAppendsWithoutFlushPolicy(t *testing.T) {
 
 func TestWarmAheadTruncationCutsTheZeros(t *testing.T) {
 	clk := newTestClock()
-	l := openLog(t, t.TempDir(), warmConfig(), Options{Now: clk.Now})
+	l, want, _ := warmedLog(t, t.TempDir(), clk)
 	defer l.Close()
-	want := appendBig(t, l, clk, 40, time.Millisecond)
 	if err := l.TruncateTo(16 * 30); err != nil {
 		t.Fatal(err)
 	}
