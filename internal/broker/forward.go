@@ -138,25 +138,37 @@ func (b *Broker) awaitLocalMetadata(ctx context.Context) {
 	waitUntil(ctx, b.closing, time.Now().Add(localMetadataWait), []*notifier{&b.rm.metaNotify}, cond)
 }
 
-// forward sends req to the active controller and returns its response at
-// the request's version, or an error response if none answered. An answer
-// returns once this broker's image shows the change (awaitLocalMetadata).
-func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+// sendToController sends req to the active controller and returns its
+// answer at the request's version, once this broker's image shows the
+// change (awaitLocalMetadata). When no controller answered (or one answered
+// another API), it logs why and returns the error code every item of the
+// request gets: NOT_CONTROLLER, which clients retry, or REQUEST_TIMED_OUT
+// once the request's context ended, with a message naming the cause.
+func (b *Broker) sendToController(ctx context.Context, req kmsg.Request) (kmsg.Response, *kerr.Error, string) {
 	resp, err := b.deps.Controller.Send(ctx, req)
 	if err == nil && resp != nil && resp.Key() == req.Key() {
 		resp.SetVersion(req.GetVersion())
 		b.awaitLocalMetadata(ctx)
-		return resp, nil
+		return resp, nil, ""
 	}
 	if err == nil {
 		err = fmt.Errorf("controller answered %T to %T", resp, req)
 	}
-	b.log.Warn("forward to the controller", "api_key", req.Key(), "error", err)
+	b.log.Warn("forward to the controller", "api", wire.APIName(req.Key()), "error", err)
 	code := kerr.NotController
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		code = kerr.RequestTimedOut
 	}
-	msg := fmt.Sprintf("the request could not be forwarded to the active controller: %v", err)
+	return nil, code, fmt.Sprintf("the request could not be forwarded to the active controller: %v", err)
+}
+
+// forward sends req to the active controller (sendToController) and
+// returns its response, or an error response if none answered.
+func (b *Broker) forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, code, msg := b.sendToController(ctx, req)
+	if code == nil {
+		return resp, nil
+	}
 	return forwardErrorResponse(req, code.Code, &msg)
 }
 

@@ -2,11 +2,8 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/config"
@@ -47,26 +44,15 @@ func (b *Broker) handleMirrorWrite(ctx context.Context, _ *wire.RequestContext, 
 	if !ok {
 		return nil, requestTypeError("mirror admin", req)
 	}
-	resp, err := b.deps.Controller.Send(ctx, req)
-	if err == nil && resp != nil && resp.Key() == req.Key() {
-		resp.SetVersion(req.GetVersion())
-		b.awaitLocalMetadata(ctx)
-		if cond := visible(resp); cond != nil && timeoutMillis > 0 {
-			wait := min(time.Duration(timeoutMillis)*time.Millisecond, mirrorVisibleWait)
-			waitUntil(ctx, b.closing, time.Now().Add(wait), []*notifier{&b.rm.metaNotify}, func() bool { return cond(b.rm.Image()) })
-		}
-		return resp, nil
+	resp, code, msg := b.sendToController(ctx, req)
+	if code != nil {
+		return mirrorForwardError(req, code.Code, &msg), nil
 	}
-	if err == nil {
-		err = fmt.Errorf("controller answered %T to %T", resp, req)
+	if cond := visible(resp); cond != nil && timeoutMillis > 0 {
+		wait := min(time.Duration(timeoutMillis)*time.Millisecond, mirrorVisibleWait)
+		waitUntil(ctx, b.closing, time.Now().Add(wait), []*notifier{&b.rm.metaNotify}, func() bool { return cond(b.rm.Image()) })
 	}
-	b.log.Warn("forward to the controller", "api", wire.APIName(req.Key()), "error", err)
-	code := kerr.NotController
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		code = kerr.RequestTimedOut
-	}
-	msg := fmt.Sprintf("the request could not be forwarded to the active controller: %v", err)
-	return mirrorForwardError(req, code.Code, &msg), nil
+	return resp, nil
 }
 
 // imageCond is a condition on this broker's metadata image.

@@ -3,7 +3,6 @@ package broker
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -42,21 +41,11 @@ func (s securityService) APIs() []wire.API {
 // fails with NOT_CONTROLLER (REQUEST_TIMED_OUT once the request's context
 // ended), which clients retry.
 func (s securityService) forward(ctx context.Context, _ *wire.RequestContext, req kmsg.Request) (wire.Response, error) {
-	resp, err := s.b.deps.Controller.Send(ctx, req)
-	if err == nil && resp != nil && resp.Key() == req.Key() {
-		resp.SetVersion(req.GetVersion())
-		s.b.awaitLocalMetadata(ctx)
+	resp, code, msg := s.b.sendToController(ctx, req)
+	if code == nil {
 		return resp, nil
 	}
-	if err == nil {
-		err = fmt.Errorf("controller answered %T to %T", resp, req)
-	}
-	s.b.log.Warn("forward to the controller", "api", wire.APIName(req.Key()), "error", err)
-	code := kerr.NotController
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		code = kerr.RequestTimedOut
-	}
-	return wire.ErrorResponse(req, fmt.Errorf("the request could not be forwarded to the active controller: %v: %w", err, code)), nil
+	return wire.ErrorResponse(req, fmt.Errorf("%s: %w", msg, code)), nil
 }
 
 // describeACLs lists the ACLs a filter matches, grouped by resource pattern
