@@ -278,12 +278,13 @@ func (l *Log) writeBatchesLocked(in []inBatch, buf []byte, cfg LogConfig, now ti
 			return err // several writes: check first
 		}
 	}
+	warm := warmAllowed(cfg)
 	infos := make([]batchInfo, 0, len(in))
 	var runStart, runByte, byteOff int
 	wrote := false
 	for i, b := range in {
 		if !canRelativize(l.active().base, b.h.LastOffset()) {
-			if err := l.writeRunLocked(buf[runByte:byteOff], infos[runStart:i], wrote, nil, cfg, now); err != nil {
+			if err := l.writeRunLocked(buf[runByte:byteOff], infos[runStart:i], wrote, nil, warm, now); err != nil {
 				return err
 			}
 			wrote = true
@@ -298,14 +299,14 @@ func (l *Log) writeBatchesLocked(in []inBatch, buf []byte, cfg LogConfig, now ti
 		infos = append(infos, batchInfo{base: b.h.BaseOffset, last: b.h.LastOffset(), maxTs: b.h.MaxTimestamp, size: int64(len(b.data))})
 		byteOff += len(b.data)
 	}
-	return l.writeRunLocked(buf[runByte:byteOff], infos[runStart:], wrote, verify, cfg, now)
+	return l.writeRunLocked(buf[runByte:byteOff], infos[runStart:], wrote, verify, warm, now)
 }
 
-func (l *Log) writeRunLocked(buf []byte, infos []batchInfo, partial bool, verify func() error, cfg LogConfig, now time.Time) error {
+func (l *Log) writeRunLocked(buf []byte, infos []batchInfo, partial bool, verify func() error, warm bool, now time.Time) error {
 	if len(infos) == 0 {
 		return nil
 	}
-	if err := l.active().append(buf, infos, verify, warmAllowed(cfg), now); err != nil {
+	if err := l.active().append(buf, infos, verify, warm, now); err != nil {
 		if errors.Is(err, errRefused) {
 			return err
 		}
