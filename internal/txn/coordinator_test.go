@@ -263,6 +263,9 @@ func TestReloadCompletesPreparedTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "marker in a-0", func() bool { return len(e.data.markers(a0)) == 1 })
+	// b-0's marker may be written after a-0's: wait until b-0 has refused
+	// it, or clearing the failure below could let this first attempt pass.
+	waitFor(t, "b-0 refused its marker", func() bool { return e.data.refused(b0) > 0 })
 	if st := e.describe("t"); st.State != "PrepareCommit" {
 		t.Fatalf("state %s while b-0 has no marker", st.State)
 	}
