@@ -163,25 +163,39 @@ func NodeDialOptions(cfg *config.Config, name string) ([]wire.DialOption, error)
 		}
 		opts = append(opts, wire.WithTLS(tc))
 	}
-	if UsesSASL(protocol) {
-		setting := "sasl.mechanism.inter.broker.protocol"
-		if slices.Contains(cfg.ControllerListenerNames, name) {
-			setting = "sasl.mechanism.controller.protocol"
-		}
-		v, _ := cfg.Get(setting)
-		m, err := clientMechanism(cfg, name, setting, v.Str())
-		if err != nil {
-			return nil, err
-		}
+	m, err := NodeSASLMechanism(cfg, name)
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
 		opts = append(opts, wire.WithSASL(m))
 	}
 	return opts, nil
 }
 
+// NodeSASLMechanism returns the mechanism this node logs in with on the
+// listener called name on other nodes — sasl.mechanism.controller.protocol
+// for a controller listener, else sasl.mechanism.inter.broker.protocol,
+// with the username and password of the listener's JAAS entry for it — or
+// nil if that listener does not use SASL. Kafka connections
+// (NodeDialOptions) and raft peers log in with it.
+func NodeSASLMechanism(cfg *config.Config, name string) (sasl.Mechanism, error) {
+	protocol, err := listenerProtocol(cfg, name)
+	if err != nil || !UsesSASL(protocol) {
+		return nil, err
+	}
+	setting := "sasl.mechanism.inter.broker.protocol"
+	if slices.Contains(cfg.ControllerListenerNames, name) {
+		setting = "sasl.mechanism.controller.protocol"
+	}
+	v, _ := cfg.Get(setting)
+	return clientMechanism(cfg, name, setting, v.Str())
+}
+
 // NodeTLSConfig returns the TLS configuration this node uses to connect to
 // the listener called name on other nodes, or nil if that listener does not
-// use TLS (raft's connections use it: they authenticate with the node's
-// certificate, not with SASL).
+// use TLS (raft's connections use it, and NodeSASLMechanism on a SASL_SSL
+// listener).
 func NodeTLSConfig(cfg *config.Config, name string) (*tls.Config, error) {
 	protocol, err := listenerProtocol(cfg, name)
 	if err != nil || !UsesTLS(protocol) {

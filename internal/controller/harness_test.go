@@ -174,7 +174,7 @@ func (c *testCluster) accept(nd *node) {
 				return
 			}
 			if quorum.IsRaftPreamble(first4[:]) {
-				if err := quorum.ReadPreambleRest(conn, first4[:]); err != nil {
+				if _, err := quorum.ReadPreambleRest(conn, first4[:]); err != nil {
 					conn.Close()
 					return
 				}

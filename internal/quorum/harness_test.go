@@ -114,7 +114,7 @@ func (c *testCluster) serve(n *testNode) {
 				conn.Close()
 				return
 			}
-			if err := ReadPreambleRest(conn, first4[:]); err != nil {
+			if _, err := ReadPreambleRest(conn, first4[:]); err != nil {
 				conn.Close()
 				return
 			}

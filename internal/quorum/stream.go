@@ -22,7 +22,7 @@ import (
 //
 //	0xFF 'K' 'R' 'F'  magic
 //	uint16            preamble version (1)
-//	uint16            flags (0)
+//	uint16            flags (PreambleSASL or 0)
 var preambleMagic = [4]byte{0xFF, 'K', 'R', 'F'}
 
 const preambleVersion = 1
@@ -30,10 +30,15 @@ const preambleVersion = 1
 // PreambleLen is the length of the preamble a raft connection starts with.
 const PreambleLen = 8
 
-func preamble() []byte {
+// PreambleSASL is the preamble flag of a peer that authenticates with SASL
+// right after the preamble, in Kafka's SaslHandshake / SaslAuthenticate
+// frames, before raft's first byte.
+const PreambleSASL uint16 = 1
+
+func preamble(flags uint16) []byte {
 	b := append([]byte(nil), preambleMagic[:]...)
 	b = binary.BigEndian.AppendUint16(b, preambleVersion)
-	return binary.BigEndian.AppendUint16(b, 0)
+	return binary.BigEndian.AppendUint16(b, flags)
 }
 
 // IsRaftPreamble reports whether the first 4 bytes of a connection are the
@@ -43,31 +48,42 @@ func IsRaftPreamble(first4 []byte) bool {
 }
 
 // ReadPreambleRest reads the rest of the preamble from r, after the caller
-// has read first4 and seen IsRaftPreamble, and checks the version. On success
-// the connection is positioned at raft's first byte and can be passed to
+// has read first4 and seen IsRaftPreamble, checks the version and returns
+// the flags (PreambleSASL or 0; unknown flags are an error). On success the
+// connection is positioned at raft's first byte, or at the SASL exchange
+// when the flags say so, after which it can be passed to
 // StreamLayer.Handoff. The caller should set a read deadline on the
 // connection first.
-func ReadPreambleRest(r io.Reader, first4 []byte) error {
+func ReadPreambleRest(r io.Reader, first4 []byte) (flags uint16, err error) {
 	if !IsRaftPreamble(first4) {
-		return fmt.Errorf("raft preamble: bad magic % x", first4)
+		return 0, fmt.Errorf("raft preamble: bad magic % x", first4)
 	}
 	var rest [PreambleLen - 4]byte
 	if _, err := io.ReadFull(r, rest[:]); err != nil {
-		return fmt.Errorf("raft preamble: %w", err)
+		return 0, fmt.Errorf("raft preamble: %w", err)
 	}
 	if v := binary.BigEndian.Uint16(rest[:2]); v != preambleVersion {
-		return fmt.Errorf("raft preamble: version %d, this node speaks %d", v, preambleVersion)
+		return 0, fmt.Errorf("raft preamble: version %d, this node speaks %d", v, preambleVersion)
 	}
-	return nil
+	flags = binary.BigEndian.Uint16(rest[2:])
+	if flags&^PreambleSASL != 0 {
+		return 0, fmt.Errorf("raft preamble: unknown flags %#04x", flags&^PreambleSASL)
+	}
+	return flags, nil
 }
 
-// readPreamble reads and checks a whole preamble (own-listener mode).
+// readPreamble reads and checks a whole preamble (own-listener mode, which
+// has no SASL: a peer that wants to authenticate is refused).
 func readPreamble(r io.Reader) error {
 	var first4 [4]byte
 	if _, err := io.ReadFull(r, first4[:]); err != nil {
 		return fmt.Errorf("raft preamble: %w", err)
 	}
-	return ReadPreambleRest(r, first4[:])
+	flags, err := ReadPreambleRest(r, first4[:])
+	if err == nil && flags&PreambleSASL != 0 {
+		err = errors.New("raft preamble: the peer wants to authenticate with SASL; this raft listener has no SASL")
+	}
+	return err
 }
 
 // ErrStreamClosed is returned by Accept after the stream layer is closed.
@@ -79,7 +95,7 @@ var ErrStreamClosed = errors.New("raft stream layer closed")
 // traffic; the server owns the listener.
 type StreamLayer struct {
 	advertise net.Addr
-	dialTLS   func(address string) *tls.Config
+	security  func(address string) PeerSecurity
 	conns     chan net.Conn
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -88,12 +104,24 @@ type StreamLayer struct {
 // StreamOption configures a StreamLayer.
 type StreamOption func(*StreamLayer)
 
-// WithDialTLS makes Dial speak TLS to the peers for which tlsFor returns a
-// configuration (those whose raft listener uses TLS), before the preamble:
-// raft traffic is then encrypted like the listener's Kafka traffic, and the
-// peer's certificate is verified. nil means plain TCP.
-func WithDialTLS(tlsFor func(address string) *tls.Config) StreamOption {
-	return func(s *StreamLayer) { s.dialTLS = tlsFor }
+// PeerSecurity is how Dial secures its connection to one peer, following
+// the security of the listener the peer serves raft on.
+type PeerSecurity struct {
+	// TLS, if set, makes Dial run a TLS handshake before the preamble: raft
+	// traffic is then encrypted like the listener's Kafka traffic, and the
+	// peer's certificate is verified.
+	TLS *tls.Config
+	// Authenticate, if set, makes Dial send the preamble with PreambleSASL
+	// and then call it on the connection to log in (a SASL exchange in
+	// Kafka's frames) before raft uses the connection. It must not read
+	// beyond the exchange's last answer.
+	Authenticate func(ctx context.Context, c net.Conn, address string) error
+}
+
+// WithDialSecurity makes Dial secure the connection to each peer as
+// security(address) says. Without it Dial uses plain TCP.
+func WithDialSecurity(security func(address string) PeerSecurity) StreamOption {
+	return func(s *StreamLayer) { s.security = security }
 }
 
 // NewStreamLayer returns a stream layer for a node whose raft address (the
@@ -138,32 +166,51 @@ func (s *StreamLayer) Close() error {
 // Addr implements net.Listener: the advertised raft address.
 func (s *StreamLayer) Addr() net.Addr { return s.advertise }
 
-// Dial implements raft.StreamLayer: it connects to a peer and sends the
-// preamble.
+// Dial implements raft.StreamLayer: it connects to a peer, secures the
+// connection (TLS, then SASL after the preamble) as WithDialSecurity says
+// and sends the preamble.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.Dial("tcp", string(address))
 	if err != nil {
 		return nil, err
 	}
-	if s.dialTLS != nil {
-		if cfg := s.dialTLS(string(address)); cfg != nil {
-			tc, err := tlsClient(c, cfg, string(address), timeout)
-			if err != nil {
-				c.Close()
-				return nil, fmt.Errorf("raft TLS to %s: %w", address, err)
-			}
-			c = tc
+	var sec PeerSecurity
+	if s.security != nil {
+		sec = s.security(string(address))
+	}
+	if sec.TLS != nil {
+		tc, err := tlsClient(c, sec.TLS, string(address), timeout)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("raft TLS to %s: %w", address, err)
 		}
+		c = tc
 	}
 	if timeout > 0 {
-		c.SetWriteDeadline(time.Now().Add(timeout))
+		c.SetDeadline(time.Now().Add(timeout))
 	}
-	if _, err := c.Write(preamble()); err != nil {
+	var flags uint16
+	if sec.Authenticate != nil {
+		flags = PreambleSASL
+	}
+	if _, err := c.Write(preamble(flags)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("send raft preamble to %s: %w", address, err)
 	}
-	c.SetWriteDeadline(time.Time{})
+	if sec.Authenticate != nil {
+		ctx := context.Background()
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		if err := sec.Authenticate(ctx, c, string(address)); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("raft SASL to %s: %w", address, err)
+		}
+	}
+	c.SetDeadline(time.Time{})
 	return c, nil
 }
 

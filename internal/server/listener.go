@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -210,7 +211,7 @@ func (s *netServer) handle(l *boundListener, nc net.Conn) {
 			nc.Close()
 			return
 		}
-		s.handoffRaft(l, nc, nc, first[:], log)
+		s.acceptRaft(l, nc, nc, first[:], wire.AnonymousPrincipal, log)
 		return
 	}
 	c := &conn{nc: nc, ep: l.ep, limits: s.limits, log: log, principal: wire.AnonymousPrincipal, reqs: s.requests}
@@ -235,13 +236,7 @@ func (s *netServer) handle(l *boundListener, nc net.Conn) {
 				return
 			}
 			if quorum.IsRaftPreamble(inner[:]) {
-				if !raftPeerAllowed(l, principal, nc) {
-					log.Warn("closing connection: a raft peer's certificate principal lacks CLUSTER_ACTION on the cluster",
-						"principal", principal)
-					nc.Close()
-					return
-				}
-				s.handoffRaft(l, nc, tc, inner[:], log)
+				s.acceptRaft(l, nc, tc, inner[:], principal, log)
 				return
 			}
 			start = inner[:]
@@ -257,30 +252,44 @@ func (s *netServer) handle(l *boundListener, nc net.Conn) {
 	c.serve(s.ctx, start)
 }
 
-// raftPeerAllowed reports whether a raft peer that connected over TLS may
-// join: with an authorizer, a peer that presented a client certificate must
-// be allowed CLUSTER_ACTION on the cluster (be a super user), as Kafka
-// requires of controllers. A peer without one (a listener that does not
-// require client certificates) is not authenticated: raft has no SASL.
-func raftPeerAllowed(l *boundListener, principal string, nc net.Conn) bool {
-	if l.ep.authz == nil || principal == wire.AnonymousPrincipal {
-		return true
-	}
-	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
-	return l.ep.authz.Authorize(principal, host, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, wire.ClusterResourceName)
-}
-
-// handoffRaft reads the rest of a raft preamble from rc (nc itself, or the
-// TLS connection over it) whose first bytes were first, and hands rc to
-// raft.
-func (s *netServer) handoffRaft(l *boundListener, nc, rc net.Conn, first []byte, log *slog.Logger) {
-	_ = nc.SetReadDeadline(time.Now().Add(preambleTimeout))
-	if err := quorum.ReadPreambleRest(rc, first); err != nil {
+// acceptRaft admits a raft peer whose preamble began with first on rc (nc
+// itself, or the TLS connection over it; principal is its certificate's, or
+// ANONYMOUS): it reads the rest of the preamble, runs the peer's SASL login
+// on a SASL listener (where a peer that does not log in is refused), checks
+// that the peer may act for the cluster and hands rc to raft.
+func (s *netServer) acceptRaft(l *boundListener, nc, rc net.Conn, first []byte, principal string, log *slog.Logger) {
+	_ = nc.SetDeadline(time.Now().Add(preambleTimeout))
+	flags, err := quorum.ReadPreambleRest(rc, first)
+	if err != nil {
 		log.Warn("closing connection: bad raft preamble", "error", err)
 		nc.Close()
 		return
 	}
-	_ = nc.SetReadDeadline(time.Time{})
+	saslListener := l.sec != nil && l.sec.SASL != nil
+	wantsSASL := flags&quorum.PreambleSASL != 0
+	switch {
+	case saslListener && !wantsSASL:
+		log.Warn("closing connection: a raft peer did not authenticate on a SASL listener")
+		nc.Close()
+		return
+	case !saslListener && wantsSASL:
+		log.Warn("closing connection: a raft peer wants a SASL login on a listener without SASL (check listener.security.protocol.map on both nodes)")
+		nc.Close()
+		return
+	case saslListener:
+		p, ok := s.raftLogin(l, nc, rc, principal, log)
+		if !ok {
+			nc.Close()
+			return
+		}
+		principal = p
+	}
+	if !raftPeerAllowed(l, principal, nc) {
+		log.Warn("closing connection: a raft peer's principal lacks CLUSTER_ACTION on the cluster", "principal", principal)
+		nc.Close()
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
 	// From here raft owns the connection (Handoff closes it if the stream
 	// layer is closed); shutdown must not close it under raft. Handoff
 	// blocks until raft accepts, so it runs outside the connection
@@ -291,6 +300,52 @@ func (s *netServer) handoffRaft(l *boundListener, nc, rc net.Conn, first []byte,
 		defer s.handoffs.Done()
 		l.raft.Handoff(rc)
 	}()
+}
+
+// raftLogin runs a raft peer's SASL login on rc, in the frames and with the
+// mechanisms of the listener's Kafka clients (SaslHandshake, then
+// SaslAuthenticate until done; nothing else is accepted), and returns the
+// authenticated principal. It reads frame by frame, never beyond the last
+// token, as raft's bytes follow. false: refused (logged), close the
+// connection.
+func (s *netServer) raftLogin(l *boundListener, nc, rc net.Conn, principal string, log *slog.Logger) (string, bool) {
+	c := &conn{nc: rc, ep: l.ep, limits: s.limits, log: log, principal: principal, reqs: s.requests,
+		sasl: newSASLState(l.sec.SASL)}
+	w := &responseWriter{nc: rc}
+	for !c.sasl.done {
+		_ = nc.SetDeadline(time.Now().Add(preambleTimeout))
+		frame, err := wire.ReadFrame(rc, maxSASLTokenSize, nil)
+		if err != nil {
+			log.Info("closing connection: reading a raft peer's SASL login failed", "error", err)
+			return "", false
+		}
+		if !c.sasl.raw {
+			if len(frame) < 2 {
+				log.Info("closing connection: malformed request in a raft peer's SASL login")
+				return "", false
+			}
+			if key := int16(binary.BigEndian.Uint16(frame)); key != int16(kmsg.SASLHandshake) && key != int16(kmsg.SASLAuthenticate) {
+				log.Info("closing connection: a raft peer sent a request other than its SASL login", "api", wire.APIName(key), "api_key", key)
+				return "", false
+			}
+		}
+		if !c.authenticate(s.ctx, w, frame) {
+			return "", false
+		}
+	}
+	return c.principal, true
+}
+
+// raftPeerAllowed reports whether a raft peer may join: with an authorizer
+// its principal (from its SASL login, its client certificate, or ANONYMOUS
+// on a listener that authenticates neither way) must be allowed
+// CLUSTER_ACTION on the cluster, as Kafka requires of controllers.
+func raftPeerAllowed(l *boundListener, principal string, nc net.Conn) bool {
+	if l.ep.authz == nil {
+		return true
+	}
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	return l.ep.authz.Authorize(principal, host, kmsg.ACLOperationClusterAction, kmsg.ACLResourceTypeCluster, wire.ClusterResourceName)
 }
 
 // closeListeners stops accepting new connections.

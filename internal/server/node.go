@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/kmirror/kmirror/internal/controller"
 	"github.com/kmirror/kmirror/internal/quorum"
 	"github.com/kmirror/kmirror/internal/storage"
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // Option adjusts how a Node starts.
@@ -293,11 +293,11 @@ func (n *Node) bindListeners() error {
 	if err != nil {
 		return err
 	}
-	tlsFor, err := n.raftDialTLS()
+	security, err := n.raftDialSecurity()
 	if err != nil {
 		return err
 	}
-	n.stream = quorum.NewStreamLayer(raftAddr(advertise), quorum.WithDialTLS(tlsFor))
+	n.stream = quorum.NewStreamLayer(raftAddr(advertise), quorum.WithDialSecurity(security))
 	n.net.listener(name).raft = n.stream
 	n.net.start()
 	return nil
@@ -335,29 +335,66 @@ func (n *Node) raftEndpoint() (listener, advertise string, err error) {
 	return listener, net.JoinHostPort(a.Host, strconv.Itoa(port)), nil
 }
 
-// raftDialTLS returns how raft connects to each peer: with the controller
-// listener's TLS to a voter (at its controller.quorum.voters address), with
-// the inter-broker listener's TLS to a broker-only node; nil where that
-// listener does not use TLS.
-func (n *Node) raftDialTLS() (func(address string) *tls.Config, error) {
-	ctl, err := auth.NodeTLSConfig(n.cfg, n.cfg.ControllerListenerNames[0])
+// raftDialSecurity returns how raft connects to each peer: with the
+// controller listener's security to a voter (at its controller.quorum.voters
+// address), with the inter-broker listener's to a broker-only node — TLS
+// where that listener uses TLS, and on a SASL listener a login with the
+// node's own mechanism and credentials right after the preamble.
+//
+// A node that cannot log in on its controller listener does not start when
+// it has other voters to reach. Its inter-broker login is needed only if
+// broker-only nodes follow the quorum; without it the node starts, warns,
+// and each raft dial to a broker fails with the reason.
+func (n *Node) raftDialSecurity() (func(address string) quorum.PeerSecurity, error) {
+	ctl, err := n.raftPeerSecurity(n.cfg.ControllerListenerNames[0])
 	if err != nil {
-		return nil, fmt.Errorf("raft connections to the controllers: %w", err)
+		if len(n.cfg.QuorumVoters) > 1 {
+			return nil, fmt.Errorf("raft connections to the controllers: %w", err)
+		}
+		ctl = quorum.PeerSecurity{Authenticate: failedLogin(err)}
 	}
-	ib, err := auth.NodeTLSConfig(n.cfg, n.cfg.InterBrokerListenerName)
+	ib, err := n.raftPeerSecurity(n.cfg.InterBrokerListenerName)
 	if err != nil {
-		return nil, fmt.Errorf("raft connections to the brokers: %w", err)
+		n.log.Warn("raft cannot reach broker-only nodes: no login on the inter-broker listener", "error", err)
+		ib = quorum.PeerSecurity{Authenticate: failedLogin(err)}
 	}
 	voters := map[string]bool{}
 	for _, v := range n.cfg.QuorumVoters {
 		voters[v.Address()] = true
 	}
-	return func(address string) *tls.Config {
+	return func(address string) quorum.PeerSecurity {
 		if voters[address] {
 			return ctl
 		}
 		return ib
 	}, nil
+}
+
+// raftPeerSecurity is how raft secures a connection to a peer's listener
+// called name.
+func (n *Node) raftPeerSecurity(name string) (quorum.PeerSecurity, error) {
+	var ps quorum.PeerSecurity
+	tc, err := auth.NodeTLSConfig(n.cfg, name)
+	if err != nil {
+		return ps, err
+	}
+	ps.TLS = tc
+	m, err := auth.NodeSASLMechanism(n.cfg, name)
+	if err != nil {
+		return ps, err
+	}
+	if m != nil {
+		clientID := fmt.Sprintf("raft-%d", n.cfg.NodeID)
+		ps.Authenticate = func(ctx context.Context, c net.Conn, address string) error {
+			return wire.Authenticate(ctx, c, clientID, m, address)
+		}
+	}
+	return ps, nil
+}
+
+// failedLogin is the Authenticate of a peer this node cannot log in to.
+func failedLogin(err error) func(context.Context, net.Conn, string) error {
+	return func(context.Context, net.Conn, string) error { return err }
 }
 
 // singleVoterTimeout is the raft timing of a quorum with a single voter.

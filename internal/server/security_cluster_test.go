@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,46 @@ func TestSecuredControllerListener(t *testing.T) {
 	rawSend(t, raw, kmsg.NewPtrApiVersionsRequest())
 	wantClosed(t, raw, "after a plaintext request on a TLS listener")
 	noSecretsIn(t, "the nodes' logs", logs.String(), nodePassword)
+}
+
+// TestRaftNeedsTheNodesLoginOnASASLControllerListener: a voter with other
+// voters to reach over a SASL controller listener must be able to log in
+// there, or raft could never connect; it does not start, naming the missing
+// setting, instead of running without a quorum.
+func TestRaftNeedsTheNodesLoginOnASASLControllerListener(t *testing.T) {
+	dir := t.TempDir()
+	cl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := cl.Addr().String()
+	cfg, _, err := config.Load("", nil, map[string]string{
+		"node.id":                            "1",
+		"process.roles":                      "controller",
+		"controller.listener.names":          "CONTROLLER",
+		"listeners":                          "CONTROLLER://" + ctrl,
+		"listener.security.protocol.map":     "CONTROLLER:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms":            "PLAIN",
+		"sasl.mechanism.controller.protocol": "PLAIN",
+		// Users to check others' logins, but no username/password of its own.
+		"listener.name.controller.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_node="` + nodePassword + `";`,
+		"controller.quorum.voters":                        "1@" + ctrl + ",2@127.0.0.1:1,3@127.0.0.1:2",
+		"log.dirs":                                        filepath.Join(dir, "c"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(cfg, loggerTo(t, &lockedBuffer{}), WithListener("CONTROLLER", cl), WithClusterID("iZ-THgQCYFpDQnKxqbYz8w"))
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = n.Start(ctx)
+		if err == nil {
+			n.Shutdown(context.Background())
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "raft connections to the controllers") ||
+		!strings.Contains(err.Error(), "listener.name.controller.plain.sasl.jaas.config") {
+		t.Fatalf("start without the node's own login: %v", err)
+	}
 }

@@ -78,6 +78,17 @@ func secure(ctx context.Context, nc net.Conn, addr, clientID string, o dialOptio
 	return c, nil
 }
 
+// Authenticate runs the SASL exchange of mechanism m (SaslHandshake v1,
+// then SaslAuthenticate until m's session is done) on nc, an established
+// connection at the point where the server expects it: raft peers log in
+// this way right after their preamble. It reads nothing beyond the last
+// answer and leaves nc open on success (its deadline set to ctx's); after a
+// failure nc is of no further use and the caller closes it. The error wraps ErrSASLAuthentication when the
+// server refused the mechanism or the credentials.
+func Authenticate(ctx context.Context, nc net.Conn, clientID string, m sasl.Mechanism, addr string) error {
+	return NewConn(nc, clientID).authenticate(ctx, m, addr)
+}
+
 // authenticate runs a SASL exchange with mechanism m on a new connection.
 func (c *Conn) authenticate(ctx context.Context, m sasl.Mechanism, addr string) error {
 	hs := kmsg.NewPtrSASLHandshakeRequest()
