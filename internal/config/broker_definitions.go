@@ -273,6 +273,11 @@ func brokerDefinitions() []Definition {
 		b(Definition{Name: "sasl.jaas.config", Type: TypePassword, Importance: Medium, Update: PerBroker,
 			Doc: "JAAS login configuration, usually per listener and mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config. For PLAIN it lists the users (user_<name>=\"<password>\"). Never shown."}),
 
+		b(Definition{Name: "password.encoder.secret", Type: TypePassword, Importance: Medium,
+			Doc: "Secret from which the key that encrypts the mirrors' sensitive properties (the source login's password, JAAS configuration, key store passwords) in the metadata log is derived (PBKDF2, AES-256-GCM). Without it they are stored as given. Every node needs the same secret. Never shown."}),
+		b(Definition{Name: "password.encoder.old.secret", Type: TypePassword, Importance: Medium,
+			Doc: "The previous password.encoder.secret, while rotating it: values stored under it can still be decrypted; altering a mirror property stores it under the current secret. Never shown."}),
+
 		// Security: TLS.
 		b(Definition{Name: "ssl.keystore.type", Type: TypeString, Default: str("JKS"), Validator: OneOfIgnoreCase("JKS", "PKCS12", "PEM"), Importance: Medium, Update: PerBroker,
 			Doc: "Format of ssl.keystore.location. kmirror reads PEM key stores (certificate chain and private key in one file); a JKS or PKCS12 store must be converted (keytool, openssl pkcs12) or replaced by ssl.certificate.location and ssl.key.location."}),

@@ -23,7 +23,7 @@ func decideAlterConfigs(v *view, req *kmsg.AlterConfigsRequest) ([]metadata.Reco
 	for _, r := range req.Resources {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = r.ResourceType, r.ResourceName
-		rrecs, err := alterResource(v.img, r, dup)
+		rrecs, err := alterResource(v, r, dup)
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = codeOf(err), messageOf(err)
 		} else {
@@ -34,7 +34,8 @@ func decideAlterConfigs(v *view, req *kmsg.AlterConfigsRequest) ([]metadata.Reco
 	return recs, resp
 }
 
-func alterResource(img *metadata.Image, r kmsg.AlterConfigsRequestResource, dup map[metadata.ConfigResource]bool) ([]metadata.Record, error) {
+func alterResource(v *view, r kmsg.AlterConfigsRequestResource, dup map[metadata.ConfigResource]bool) ([]metadata.Record, error) {
+	img := v.img
 	if dup[metadata.ConfigResource{Type: int8(r.ResourceType), Name: r.ResourceName}] {
 		return nil, errDuplicateResource
 	}
@@ -57,7 +58,7 @@ func alterResource(img *metadata.Image, r kmsg.AlterConfigsRequestResource, dup 
 			changes[name] = nil
 		}
 	}
-	return configRecords(img, res, changes)
+	return configRecords(v, res, changes)
 }
 
 // alterConfigs is the driver of AlterConfigs.

@@ -78,10 +78,11 @@ func configDefinition(res metadata.ConfigResource, name string) (config.Definiti
 // read-only configs, per-broker configs set as the cluster default and
 // (unlike Kafka, which ignores them) unknown names; like Kafka, every such
 // failure is INVALID_REQUEST.
-func configRecords(img *metadata.Image, res metadata.ConfigResource, changes map[string]*string) ([]metadata.Record, error) {
+func configRecords(v *view, res metadata.ConfigResource, changes map[string]*string) ([]metadata.Record, error) {
 	if res.Type == metadata.ResourceMirror {
-		return mirrorConfigRecords(img, res, changes)
+		return mirrorConfigRecords(v, res, changes)
 	}
+	img := v.img
 	current := img.Configs(res)
 	names := slices.Sorted(maps.Keys(changes))
 	if res.Type == metadata.ResourceTopic {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -307,7 +308,14 @@ func (c *Controller) addTopicsToMirror(ctx context.Context, req *wire.MirrorTopi
 			}
 		}
 		if len(names) > 0 {
-			in.source, in.sourceErr = c.mirror.sourceQuery()(qctx, props, names)
+			// The source is reached with the secrets decrypted; the
+			// stored form is what decideAddTopics compares.
+			revealed, err := mirrorconfig.SecretCodecOf(c.cfg).Reveal(props)
+			if err == nil {
+				in.source, in.sourceErr = c.mirror.sourceQuery()(qctx, revealed, names)
+			} else {
+				in.sourceErr = fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+			}
 			if in.sourceErr != nil {
 				c.log.Warn("mirror source query failed", "mirror", req.MirrorName, "err", in.sourceErr)
 			}

@@ -29,9 +29,13 @@ func mirrorConfigResource(img *metadata.Image, name string) (metadata.ConfigReso
 
 // mirrorConfigRecords validates changes (name → new value, nil to remove)
 // to a mirror's properties and returns the ConfigRecords of the values
-// that change.
-func mirrorConfigRecords(img *metadata.Image, res metadata.ConfigResource, changes map[string]*string) ([]metadata.Record, error) {
-	current := img.Configs(res)
+// that change, secrets stored as decideCreateMirror stores them.
+func mirrorConfigRecords(v *view, res metadata.ConfigResource, changes map[string]*string) ([]metadata.Record, error) {
+	secrets := mirrorconfig.SecretCodecOf(v.cfg)
+	current, err := secrets.Reveal(v.img.Configs(res))
+	if err != nil {
+		return nil, errf(kerr.InvalidConfig, "mirror %q: %s", res.Name, err.Error())
+	}
 	final := maps.Clone(current)
 	for n, v := range changes {
 		if v != nil {
@@ -51,7 +55,13 @@ func mirrorConfigRecords(img *metadata.Image, res metadata.ConfigResource, chang
 		case v == nil && had:
 			recs = append(recs, metadata.RemoveConfig(res, n))
 		case v != nil && (!had || old != *v):
-			recs = append(recs, metadata.SetConfig(res, n, *v))
+			value := *v
+			if mirrorconfig.IsSensitive(n) {
+				if value, err = secrets.Seal(n, value); err != nil {
+					return nil, errf(kerr.UnknownServerError, "mirror %q: encrypting %s: %s", res.Name, n, err.Error())
+				}
+			}
+			recs = append(recs, metadata.SetConfig(res, n, value))
 		}
 	}
 	return recs, nil

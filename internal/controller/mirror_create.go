@@ -24,7 +24,9 @@ var mirrorStateConfigs = map[string]string{"cleanup.policy": "compact"}
 // INVALID_REQUEST for a bad name, DUPLICATE_RESOURCE when the mirror exists,
 // INVALID_CONFIG naming the property (unknown, invalid, missing
 // bootstrap.servers, a security protocol not supported yet, or given twice).
-// Secrets are stored as given and never appear in the error messages.
+// Secrets never appear in the error messages; they are stored encrypted
+// when the node has password.encoder.secret (mirrorconfig.SecretCodec),
+// else as given.
 func decideCreateMirror(v *view, req *wire.CreateMirrorRequest) ([]metadata.Record, error) {
 	if err := validateMirrorName(req.MirrorName); err != nil {
 		return nil, err
@@ -66,9 +68,13 @@ func decideCreateMirror(v *view, req *wire.CreateMirrorRequest) ([]metadata.Reco
 		}
 		recs = append(recs, trecs...)
 	}
+	stored, err := mirrorconfig.SecretCodecOf(v.cfg).SealSecrets(props)
+	if err != nil {
+		return nil, errf(kerr.UnknownServerError, "mirror %q: encrypting its secrets: %s", req.MirrorName, err.Error())
+	}
 	res := metadata.ConfigResource{Type: metadata.ResourceMirror, Name: req.MirrorName}
-	for _, k := range slices.Sorted(maps.Keys(props)) {
-		recs = append(recs, metadata.SetConfig(res, k, props[k]))
+	for _, k := range slices.Sorted(maps.Keys(stored)) {
+		recs = append(recs, metadata.SetConfig(res, k, stored[k]))
 	}
 	return recs, nil
 }

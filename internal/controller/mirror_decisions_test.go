@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/config"
 	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/mirror/mirrorconfig"
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
@@ -496,5 +497,62 @@ func TestDecideLeaderEpochBump(t *testing.T) {
 	stripLeaderEpochBump(decoded)
 	if isLeaderEpochBump(decoded) {
 		t.Fatal("tag survives stripping")
+	}
+}
+
+// TestMirrorSecretsStoredEncrypted: with password.encoder.secret the
+// controller stores a mirror's secrets encrypted, at creation and when they
+// are altered, and validates changes against the decrypted values; a
+// controller with another secret refuses to alter the mirror, naming the
+// property and the setting, rather than validating ciphertext.
+func TestMirrorSecretsStoredEncrypted(t *testing.T) {
+	base := cluster(t, upBrokers(3)...)
+	cfg := testConfig(t, map[string]string{"password.encoder.secret": "s3cret"})
+	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required username="m" password="pw-1";`
+	recs, err := decideCreateMirror(testView(t, base, cfg), createMirrorReq("west", "bootstrap.servers", "a:9092",
+		"security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "PLAIN", "sasl.jaas.config", jaas))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := apply(t, base, recs...)
+	stored := img.Configs(mirrorRes("west"))
+	if !mirrorconfig.IsEncrypted(stored["sasl.jaas.config"]) || strings.Contains(stored["sasl.jaas.config"], "pw-1") ||
+		stored["bootstrap.servers"] != "a:9092" || stored["sasl.mechanism"] != "PLAIN" {
+		t.Fatalf("stored: %v", stored)
+	}
+	codec := mirrorconfig.SecretCodecOf(cfg)
+	if got, err := codec.Reveal(stored); err != nil || got["sasl.jaas.config"] != jaas {
+		t.Fatalf("revealed: %v, %v", got, err)
+	}
+
+	// A change of another property validates against the decrypted JAAS
+	// (ciphertext would not parse) and leaves it as stored.
+	id := "mirror-west"
+	recs, err = configRecords(testView(t, img, cfg), mirrorRes("west"), map[string]*string{"client.id": &id})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("alter client.id: %d records, %v", len(recs), err)
+	}
+	// A new password is stored encrypted too.
+	jaas2 := strings.Replace(jaas, "pw-1", "pw-2", 1)
+	recs, err = configRecords(testView(t, img, cfg), mirrorRes("west"), map[string]*string{"sasl.jaas.config": &jaas2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img2 := apply(t, img, recs...)
+	v, _ := img2.Config(mirrorRes("west"), "sasl.jaas.config")
+	if !mirrorconfig.IsEncrypted(v) || strings.Contains(v, "pw-2") {
+		t.Fatalf("altered secret stored as %q", v)
+	}
+	if got, err := codec.Open("sasl.jaas.config", v); err != nil || got != jaas2 {
+		t.Fatalf("altered secret opens as %q, %v", got, err)
+	}
+
+	// A controller whose secret differs cannot validate the mirror.
+	other := testConfig(t, map[string]string{"password.encoder.secret": "other"})
+	_, err = configRecords(testView(t, img, other), mirrorRes("west"), map[string]*string{"client.id": &id})
+	var ke *kerr.Error
+	if !errors.As(err, &ke) || ke != kerr.InvalidConfig || !strings.Contains(err.Error(), "sasl.jaas.config") ||
+		!strings.Contains(err.Error(), "password.encoder.secret") {
+		t.Fatalf("alter with another secret: %v", err)
 	}
 }

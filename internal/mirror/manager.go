@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/broker"
 	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/mirror/mirrorconfig"
 	"github.com/kmirror/kmirror/internal/mirror/mirrorstate"
 	"github.com/kmirror/kmirror/internal/replication"
 	"github.com/kmirror/kmirror/internal/storage"
@@ -120,6 +121,9 @@ type ManagerDeps struct {
 	// ClientOpts builds a source client's options from a mirror's configs
 	// (required; mirrorconfig.SourceClientOpts).
 	ClientOpts ClientOpts
+	// Secrets decrypts the mirrors' stored secrets before ClientOpts and
+	// the sync see them (nil: no password.encoder.secret).
+	Secrets *mirrorconfig.SecretCodec
 	// ThrottleRate returns mirror.replication.throttled.rate (bytes per
 	// second for all mirror fetchers of the broker, <= 0 unlimited); read
 	// at every metadata update. Nil: unlimited.

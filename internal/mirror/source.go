@@ -143,7 +143,11 @@ func (s *source) client(ctx context.Context) (*kgo.Client, sourceInfo, error) {
 	cl := s.cl
 	s.mu.Unlock()
 	if cl == nil {
-		opts, err := s.m.deps.ClientOpts(s.cfgs)
+		cfgs, err := s.m.deps.Secrets.Reveal(s.cfgs)
+		if err != nil {
+			return nil, sourceInfo{}, fmt.Errorf("mirror %s source client: %w", s.name, err)
+		}
+		opts, err := s.m.deps.ClientOpts(cfgs)
 		if err != nil {
 			return nil, sourceInfo{}, fmt.Errorf("mirror %s source client: %w", s.name, err)
 		}

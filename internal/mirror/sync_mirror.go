@@ -122,13 +122,18 @@ type syncRound struct {
 // round runs every enabled kind of sync once, each bounded by the request
 // timeout and recorded on its own.
 func (s *mirrorSync) round() {
-	cfg, err := mirrorconfig.Parse(s.cfgs)
+	cfgs, err := s.r.m.deps.Secrets.Reveal(s.cfgs)
+	if err != nil {
+		s.failAll(err)
+		return
+	}
+	cfg, err := mirrorconfig.Parse(cfgs)
 	if err != nil {
 		s.failAll(err)
 		return
 	}
 	if s.cl == nil {
-		opts, err := s.r.m.deps.ClientOpts(s.cfgs)
+		opts, err := s.r.m.deps.ClientOpts(cfgs)
 		if err == nil {
 			s.cl, err = kgo.NewClient(append(opts, kgo.RetryTimeout(s.r.m.cfg.RequestTimeout))...)
 		}

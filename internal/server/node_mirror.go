@@ -71,6 +71,7 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 		Store:        store,
 		Controller:   n.channel,
 		ClientOpts:   mirrorconfig.SourceClientOpts,
+		Secrets:      mirrorconfig.SecretCodecOf(n.cfg),
 		ThrottleRate: func() int64 { return rm.Config().MirrorReplicationThrottledRate },
 		Sync: mirror.SyncDeps{
 			Controller:          n.channel,

@@ -1,10 +1,14 @@
 package mirror_test
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,6 +29,8 @@ const (
 	syncAdminPW  = "planted-src-admin-pw-8812"
 	syncMirrorPW = "planted-mirror-pw-4471"
 	syncWrongPW  = "planted-wrong-pw-0093"
+	// syncEncoderSecret is the destination's password.encoder.secret.
+	syncEncoderSecret = "planted-encoder-secret-5307"
 )
 
 // syncTLSClient is a client TLS configuration trusting ca, with a client
@@ -51,7 +57,8 @@ func syncTLSClient(t *testing.T, ca *authtest.CA, subject *pkix.Name) *tls.Confi
 // IncrementalAlterConfigs on the mirror) fails the partitions with a
 // message naming the cause, and fixing it resumes mirroring by itself; so
 // does an untrusted authority. No answer of either cluster and no log line
-// holds a password.
+// holds a password, and with password.encoder.secret set no file of the
+// destination does (the metadata log holds the mirror's secrets encrypted).
 func TestSyncSecuredSourceAndDestination(t *testing.T) {
 	dir := t.TempDir()
 	caA, caB := authtest.NewCA(t, "source-ca"), authtest.NewCA(t, "destination-ca")
@@ -76,6 +83,7 @@ func TestSyncSecuredSourceAndDestination(t *testing.T) {
 		testcluster.Config("ssl.certificate.location", filesB.Cert),
 		testcluster.Config("ssl.key.location", filesB.Key),
 		testcluster.Config("ssl.ca.location", filesB.CA),
+		testcluster.Config("password.encoder.secret", syncEncoderSecret),
 	)
 	ctx := syncCtx(t)
 	aOpts := []kgo.Opt{kgo.DialTLSConfig(syncTLSClient(t, caA, nil)), kgo.SASL(plain.Auth{User: "admin", Pass: syncAdminPW}.AsMechanism())}
@@ -202,7 +210,7 @@ func TestSyncSecuredSourceAndDestination(t *testing.T) {
 			}
 		}
 	}
-	secrets := []string{syncAdminPW, syncMirrorPW, syncWrongPW}
+	secrets := []string{syncAdminPW, syncMirrorPW, syncWrongPW, syncEncoderSecret}
 	for _, s := range answers {
 		for _, secret := range secrets {
 			if strings.Contains(s, secret) {
@@ -221,6 +229,35 @@ func TestSyncSecuredSourceAndDestination(t *testing.T) {
 				t.Fatalf("a %s log line holds a password: %s", name, text[start:min(len(text), i+len(secret)+80)])
 			}
 		}
+	}
+
+	// At rest: no file of the destination (metadata log, snapshots, the
+	// partitions' logs) holds a password in clear, while the metadata log
+	// does hold the encrypted values (so the search could find them).
+	var encrypted int
+	for _, n := range b.Nodes() {
+		err := filepath.WalkDir(n.Dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, secret := range []string{syncMirrorPW, syncWrongPW, syncEncoderSecret} {
+				if bytes.Contains(data, []byte(secret)) {
+					t.Errorf("%s holds a password in clear", path)
+				}
+			}
+			encrypted += bytes.Count(data, []byte("kmirror-encrypted:v1:"))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if encrypted == 0 {
+		t.Error("no encrypted mirror secret found in the destination's files")
 	}
 }
 
