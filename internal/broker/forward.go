@@ -232,6 +232,10 @@ func forwardErrorResponse(req kmsg.Request, code int16, msg *string) (kmsg.Respo
 		return resp, nil
 	case *kmsg.ElectLeadersRequest:
 		return electLeadersError(r, code, msg), nil
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		return resp, nil
 	}
 	return nil, fmt.Errorf("broker: cannot forward API key %d", req.Key())
 }

@@ -24,6 +24,7 @@ var servedAPIs = []servedAPI{
 	{key: 37, min: 0, max: 3}, // CreatePartitions
 	{key: 43, min: 0, max: 2}, // ElectLeaders
 	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
+	{key: 45, min: 0, max: 1}, // AlterPartitionReassignments
 	{key: 56, min: 0, max: 3}, // AlterPartition
 	{key: 62, min: 0, max: 4}, // BrokerRegistration
 	{key: 63, min: 0, max: 1}, // BrokerHeartbeat
@@ -128,6 +129,10 @@ func errorResponse(req kmsg.Request, err error) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 		resp.Version, resp.ErrorCode = r.Version, code
 		return resp, nil
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.Version, resp.ErrorCode, resp.ErrorMessage = r.Version, code, msg
+		return resp, nil
 	case *kmsg.ElectLeadersRequest:
 		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
 		resp.Version = r.Version
@@ -183,6 +188,16 @@ func hasNotController(resp kmsg.Response) bool {
 		}
 		for _, t := range r.Topics {
 			if slices.ContainsFunc(t.Partitions, func(p kmsg.AlterPartitionResponseTopicPartition) bool { return p.ErrorCode == nc }) {
+				return true
+			}
+		}
+		return false
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		if r.ErrorCode == nc {
+			return true
+		}
+		for _, t := range r.Topics {
+			if slices.ContainsFunc(t.Partitions, func(p kmsg.AlterPartitionAssignmentsResponseTopicPartition) bool { return p.ErrorCode == nc }) {
 				return true
 			}
 		}

@@ -407,6 +407,8 @@ func (c *Controller) serve(ctx context.Context, req kmsg.Request, internal bool)
 		return c.alterPartition(r)
 	case *kmsg.ElectLeadersRequest:
 		return c.electLeaders(r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return c.alterPartitionReassignments(r)
 	}
 	return nil, fmt.Errorf("controller: unexpected request type %T", req)
 }

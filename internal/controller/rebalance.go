@@ -132,6 +132,17 @@ func (c *Controller) maintain() {
 			v = c.viewLocked()
 			c.maint.uncleanChecked = v.img.Offset()
 		}
+		// A reassignment completes once its target has joined the ISR,
+		// which an AlterPartition from the leader (or the start of the
+		// reassignment itself) just recorded.
+		if recs := reassignmentCompletions(v.img); len(recs) > 0 {
+			if _, err := c.propose(recs); err != nil {
+				return
+			}
+			c.log.Info("partition reassignments completed", "partitions", len(recs))
+			v = c.viewLocked()
+			c.maint.uncleanChecked = v.img.Offset()
+		}
 	}
 	interval := time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second
 	if c.maint.nextBalance.IsZero() {

@@ -35,6 +35,12 @@ type PartitionState struct {
 // HasReplica reports whether broker id is one of the partition's replicas.
 func (p PartitionState) HasReplica(id int32) bool { return contains(p.Replicas, id) }
 
+// Reassigning reports whether the partition is being reassigned: it has
+// replicas being added or removed.
+func (p PartitionState) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
 // InISR reports whether broker id is in the partition's ISR.
 func (p PartitionState) InISR(id int32) bool { return contains(p.ISR, id) }
 

@@ -1,0 +1,184 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// replicasOf returns a partition's replicas and ISR as the cluster's
+// metadata reports them.
+func replicasOf(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, p int32) (replicas, isr []int32, leader int32) {
+	t.Helper()
+	// A broker other than the one that created the topic may learn of it
+	// a moment later.
+	var pd kadm.PartitionDetail
+	pollFor(ctx, t, fmt.Sprintf("%s-%d in the metadata", topic, p), func() (bool, string) {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		var ok bool
+		pd, ok = td[topic].Partitions[p]
+		return ok && pd.Leader >= 0, fmt.Sprintf("%+v", td[topic])
+	})
+	return pd.Replicas, pd.ISR, pd.Leader
+}
+
+// pollFor polls cond every 50 ms until it holds or ctx ends.
+func pollFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s: %s", what, state)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestPartitionReassignment moves a partition with data from the broker
+// that holds it to the two others with AlterPartitionReassignments, as
+// kafka-reassign-partitions.sh does: the new replicas catch up, the
+// reassignment completes by itself, leadership moves, the old replica
+// deletes its log, and every record is still there. A reassignment to a
+// stopped broker stays in progress (ListPartitionReassignments shows it)
+// until it is cancelled, which returns the partition to its replica.
+func TestPartitionReassignment(t *testing.T) {
+	c := Start(t, Nodes(3))
+	ctx := ctxFor(t, 2*time.Minute)
+	// franz-go answers metadata requests from its cache for up to the
+	// minimum age; this test reads replicas right after changing them.
+	adm := kadm.NewClient(c.Client(t, kgo.MetadataMinAge(10*time.Millisecond)))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "moving"); err != nil {
+		t.Fatal(err)
+	}
+	replicas, _, _ := replicasOf(ctx, t, adm, "moving", 0)
+	owner := replicas[0]
+	var targets []int32
+	for _, n := range c.Nodes() {
+		if n.ID != owner {
+			targets = append(targets, n.ID)
+		}
+	}
+	p := c.Client(t, kgo.DefaultProduceTopic("moving"))
+	const n = 300
+	for i := range n {
+		p.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ownerLog := filepath.Join(c.Node(owner).Dir, "data", "moving-0")
+	if _, err := os.Stat(ownerLog); err != nil {
+		t.Fatalf("the owner's log: %v", err)
+	}
+
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("moving", 0, targets)
+	resp, err := adm.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("reassign: %v", err)
+	}
+	pollFor(ctx, t, "the reassignment to complete", func() (bool, string) {
+		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"moving": {0: {}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		r, isr, leader := replicasOf(ctx, t, adm, "moving", 0)
+		state := fmt.Sprintf("listed %+v, replicas %v isr %v leader %d", list.Sorted(), r, isr, leader)
+		return len(list.Sorted()) == 0 && slices.Equal(r, targets) && slices.Contains(targets, leader), state
+	})
+	pollFor(ctx, t, "the old replica to delete its log", func() (bool, string) {
+		_, err := os.Stat(ownerLog)
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	// Every record is served by the new replicas, and new ones are
+	// acknowledged by both (acks=all).
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cons := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"moving": {0: kgo.NewOffset().AtStart()}}))
+	var got []string
+	for len(got) < n+1 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records after the move", len(got), n+1)
+		}
+		for _, r := range fs.Records() {
+			got = append(got, string(r.Value))
+		}
+	}
+	for i := range n {
+		if got[i] != fmt.Sprintf("v%d", i) {
+			t.Fatalf("record %d is %q after the move", i, got[i])
+		}
+	}
+	if got[n] != "after" {
+		t.Fatalf("record %d is %q", n, got[n])
+	}
+
+	// A reassignment that cannot complete, then cancelled.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "staying"); err != nil {
+		t.Fatal(err)
+	}
+	replicas, _, _ = replicasOf(ctx, t, adm, "staying", 0)
+	home := replicas[0]
+	down := home%3 + 1
+	c.Node(down).Stop()
+	req = nil
+	req.Assign("staying", 0, []int32{home, down})
+	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
+		t.Fatalf("reassign to a stopped broker: %v %v", err, resp.Error())
+	}
+	listed := func() []kadm.ListPartitionReassignmentsResponse {
+		t.Helper()
+		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"staying": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list.Sorted()
+	}
+	inProgress := func(l []kadm.ListPartitionReassignmentsResponse) bool {
+		return len(l) == 1 && slices.Equal(l[0].AddingReplicas, []int32{down}) && slices.Equal(l[0].Replicas, []int32{home, down})
+	}
+	if l := listed(); !inProgress(l) {
+		t.Fatalf("listed: %+v", l)
+	}
+	time.Sleep(500 * time.Millisecond) // the stopped broker cannot catch up
+	if l := listed(); !inProgress(l) {
+		t.Fatalf("listed while the target is down: %+v", l)
+	}
+	req = nil
+	req.CancelAssign("staying", 0)
+	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
+		t.Fatalf("cancel: %v %v", err, resp.Error())
+	}
+	pollFor(ctx, t, "the partition back on its replica", func() (bool, string) {
+		r, _, _ := replicasOf(ctx, t, adm, "staying", 0)
+		return slices.Equal(r, []int32{home}), fmt.Sprint(r)
+	})
+	resp, err = adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Error(); err != kerr.NoReassignmentInProgress {
+		t.Fatalf("cancelling again: %v", err)
+	}
+	c.Node(down).Start()
+}
