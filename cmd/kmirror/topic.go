@@ -55,7 +55,7 @@ func newTopicCommand() *cobra.Command {
 	f := &topicFlags{}
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "Create, list, describe, delete topics and change their configs",
+		Short: "Create, list, describe, delete topics, change their configs and move their partitions",
 		Args:  cobra.NoArgs,
 	}
 	f.register(cmd, true)
@@ -67,6 +67,8 @@ func newTopicCommand() *cobra.Command {
 		newTopicDescribeCommand(f),
 		newTopicDeleteCommand(f),
 		newTopicAlterConfigCommand(f),
+		newTopicReassignCommand(f),
+		newTopicReassignmentsCommand(f),
 	)
 	return cmd
 }

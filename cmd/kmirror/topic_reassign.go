@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// `kmirror topic reassign` and `kmirror topic reassignments` move a
+// partition's replicas to other brokers (AlterPartitionReassignments) and
+// list the moves in progress (ListPartitionReassignments), what Kafka's
+// kafka-reassign-partitions.sh does with its --execute, --cancel and
+// --verify steps.
+
+// reassignment is one partition's move in the commands' JSON output.
+type reassignment struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas,omitempty"`
+	Adding    []int32 `json:"adding_replicas,omitempty"`
+	Removing  []int32 `json:"removing_replicas,omitempty"`
+	Status    string  `json:"status,omitempty"`
+}
+
+// parseBrokerList parses --replicas: comma-separated broker ids.
+func parseBrokerList(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		id, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("invalid --replicas %q: want comma-separated broker ids", s)
+		}
+		ids = append(ids, int32(id))
+	}
+	return ids, nil
+}
+
+func newTopicReassignCommand(f *topicFlags) *cobra.Command {
+	var partitions []int32
+	var replicas string
+	var cancel bool
+	cmd := &cobra.Command{
+		Use:   "reassign NAME --partition P... (--replicas IDS | --cancel)",
+		Short: "Move partitions to other brokers, or cancel their move (AlterPartitionReassignments)",
+		Long: "Move the given partitions of a topic to the brokers of --replicas (the first is the preferred leader).\n" +
+			"The new replicas copy the data from the leader; once all of them are in sync the old replicas leave.\n" +
+			"Follow the move with `kmirror topic reassignments`. --cancel returns partitions being moved to their replicas.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if len(partitions) == 0 {
+				return errors.New("give the partitions to move with --partition")
+			}
+			var target []int32
+			switch {
+			case cancel && replicas != "":
+				return errors.New("give either --replicas or --cancel, not both")
+			case !cancel && replicas == "":
+				return errors.New("give the target brokers with --replicas, or --cancel")
+			case !cancel:
+				var err error
+				if target, err = parseBrokerList(replicas); err != nil {
+					return err
+				}
+			}
+			parts := dedupeInt32(partitions)
+			return f.run(cmd, func(ctx context.Context, adm *kadm.Client, format outputFormat) error {
+				var req kadm.AlterPartitionAssignmentsReq
+				for _, p := range parts {
+					req.Assign(name, p, target)
+				}
+				resps, err := adm.AlterPartitionAssignments(ctx, req)
+				if err != nil {
+					return fmt.Errorf("reassign partitions of topic %s: %w", name, err)
+				}
+				status := "moving"
+				if cancel {
+					status = "cancelled"
+				}
+				var errs []error
+				results := []reassignment{}
+				for _, p := range parts {
+					r, ok := resps[name][p]
+					switch {
+					case !ok:
+						errs = append(errs, fmt.Errorf("reassign %s-%d: no answer for this partition", name, p))
+					case r.Err != nil:
+						errs = append(errs, fmt.Errorf("reassign %s-%d: %w", name, p, brokerError(r.Err, r.ErrMessage)))
+					default:
+						results = append(results, reassignment{Topic: name, Partition: p, Replicas: target, Status: status})
+					}
+				}
+				out := cmd.OutOrStdout()
+				var perr error
+				if format == formatJSON {
+					perr = writeJSON(out, results)
+				} else if len(results) > 0 {
+					rows := make([][]string, len(results))
+					for i, r := range results {
+						rows[i] = []string{r.Topic, strconv.Itoa(int(r.Partition)), brokerCell(r.Replicas), r.Status}
+					}
+					perr = writeTable(out, []string{"TOPIC", "PARTITION", "TARGET", "STATUS"}, rows)
+				}
+				return errors.Join(append([]error{perr}, errs...)...)
+			})
+		},
+	}
+	cmd.Flags().Int32SliceVar(&partitions, "partition", nil, "partition to move (repeatable, or comma-separated)")
+	cmd.Flags().StringVar(&replicas, "replicas", "", "target broker ids, comma-separated, preferred leader first")
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the partitions' move in progress")
+	return cmd
+}
+
+func newTopicReassignmentsCommand(f *topicFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reassignments [NAME...]",
+		Short: "List the partitions being moved (ListPartitionReassignments)",
+		RunE: func(cmd *cobra.Command, names []string) error {
+			return f.run(cmd, func(ctx context.Context, adm *kadm.Client, format outputFormat) error {
+				topics := dedupe(names)
+				if len(topics) == 0 {
+					details, err := adm.ListTopics(ctx)
+					if err != nil {
+						return fmt.Errorf("list topics: %w", err)
+					}
+					topics = details.Names()
+				}
+				set := kadm.TopicsSet{}
+				if len(topics) > 0 {
+					details, err := adm.ListTopics(ctx, topics...)
+					if err != nil {
+						return fmt.Errorf("list topics: %w", err)
+					}
+					for _, d := range details.Sorted() {
+						for p := range d.Partitions {
+							set.Add(d.Topic, p)
+						}
+					}
+				}
+				listed, err := adm.ListPartitionReassignments(ctx, set)
+				if err != nil {
+					return fmt.Errorf("list partition reassignments: %w", err)
+				}
+				results := []reassignment{}
+				for _, r := range listed.Sorted() {
+					results = append(results, reassignment{Topic: r.Topic, Partition: r.Partition,
+						Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas})
+				}
+				out := cmd.OutOrStdout()
+				if format == formatJSON {
+					return writeJSON(out, results)
+				}
+				rows := make([][]string, len(results))
+				for i, r := range results {
+					rows[i] = []string{r.Topic, strconv.Itoa(int(r.Partition)), brokerCell(r.Replicas), brokerCell(r.Adding), brokerCell(r.Removing)}
+				}
+				return writeTable(out, []string{"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"}, rows)
+			})
+		},
+	}
+}
+
+// brokerCell renders broker ids for a table cell, "-" for none.
+func brokerCell(ids []int32) string {
+	if len(ids) == 0 {
+		return "-"
+	}
+	return joinInt32s(ids)
+}
+
+// dedupeInt32 returns ids sorted without repeats.
+func dedupeInt32(ids []int32) []int32 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/testcluster"
+)
+
+// pollCLI runs the command until check accepts its output, or fails after
+// a minute.
+func pollCLI(t *testing.T, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok, state := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %s", what, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// describedReplicas returns a partition's replicas as `topic describe`
+// prints them, nil while the broker asked does not know the topic yet.
+func describedReplicas(t *testing.T, bs, topic string) []int32 {
+	t.Helper()
+	r := runCLI(t, "", "topic", "describe", topic, "-o", "json", "--bootstrap-server", bs)
+	if r.err != nil {
+		return nil
+	}
+	descs := decodeJSON[[]topicDescription](t, r.stdout)
+	if len(descs) != 1 || len(descs[0].Partitions) != 1 {
+		t.Fatalf("describe %s: %+v", topic, descs)
+	}
+	return descs[0].Partitions[0].Replicas
+}
+
+// TestTopicReassign moves a partition to another broker of a three-node
+// cluster and follows the move to its end; lists a move that cannot finish
+// (its target is stopped) and cancels it; and refuses bad requests with the
+// flag or Kafka error at fault.
+func TestTopicReassign(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Nodes(3))
+	bs := c.Bootstrap()
+	mustRun(t, "", "topic", "create", "cli-move", "--partitions", "1", "--replication-factor", "1", "--bootstrap-server", bs)
+	var owner []int32
+	pollCLI(t, "cli-move to have a replica", func() (bool, string) {
+		owner = describedReplicas(t, bs, "cli-move")
+		return len(owner) == 1, fmt.Sprint(owner)
+	})
+	other := owner[0]%3 + 1
+	rows := tableRows(mustRun(t, "", "topic", "reassign", "cli-move", "--partition", "0", "--replicas", fmt.Sprint(other),
+		"--bootstrap-server", bs).stdout)
+	if len(rows) != 2 || !slices.Equal(rows[1], []string{"cli-move", "0", fmt.Sprint(other), "moving"}) {
+		t.Fatalf("reassign output: %v", rows)
+	}
+	pollCLI(t, "the move to finish", func() (bool, string) {
+		listed := decodeJSON[[]reassignment](t, mustRun(t, "", "topic", "reassignments", "-o", "json", "--bootstrap-server", bs).stdout)
+		r := describedReplicas(t, bs, "cli-move")
+		return len(listed) == 0 && slices.Equal(r, []int32{other}), fmt.Sprintf("listed %+v, replicas %v", listed, r)
+	})
+
+	// A move towards a stopped broker stays listed until cancelled.
+	mustRun(t, "", "topic", "create", "cli-stuck", "--partitions", "1", "--replication-factor", "1", "--bootstrap-server", bs)
+	var home []int32
+	pollCLI(t, "cli-stuck to have a replica", func() (bool, string) {
+		home = describedReplicas(t, bs, "cli-stuck")
+		return len(home) == 1, fmt.Sprint(home)
+	})
+	down := home[0]%3 + 1
+	c.Node(down).Stop()
+	bsUp := c.Node(home[0]).Addr()
+	mustRun(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--replicas", fmt.Sprintf("%d,%d", home[0], down),
+		"--bootstrap-server", bsUp)
+	rows = tableRows(mustRun(t, "", "topic", "reassignments", "cli-stuck", "--bootstrap-server", bsUp).stdout)
+	want := []string{"cli-stuck", "0", fmt.Sprintf("%d,%d", home[0], down), fmt.Sprint(down), "-"}
+	if len(rows) != 2 || !slices.Equal(rows[0], []string{"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"}) || !slices.Equal(rows[1], want) {
+		t.Fatalf("reassignments: %v, want %v", rows, want)
+	}
+	rows = tableRows(mustRun(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--cancel", "--bootstrap-server", bsUp).stdout)
+	if len(rows) != 2 || rows[1][len(rows[1])-1] != "cancelled" {
+		t.Fatalf("cancel output: %v", rows)
+	}
+	if listed := decodeJSON[[]reassignment](t, mustRun(t, "", "topic", "reassignments", "cli-stuck", "-o", "json", "--bootstrap-server", bsUp).stdout); len(listed) != 0 {
+		t.Fatalf("listed after cancelling: %+v", listed)
+	}
+	f := mustFail(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--cancel", "--bootstrap-server", bsUp)
+	if !strings.Contains(f.err.Error(), "NO_REASSIGNMENT_IN_PROGRESS") {
+		t.Fatalf("cancelling nothing: %v", f.err)
+	}
+	f = mustFail(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--replicas", "9", "--bootstrap-server", bsUp)
+	if !strings.Contains(f.err.Error(), "INVALID_REPLICA_ASSIGNMENT") || !strings.Contains(f.err.Error(), "broker 9 is not registered") {
+		t.Fatalf("an unknown broker: %v", f.err)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replicas", "1"}, "--partition"},
+		{[]string{"--partition", "0"}, "--replicas"},
+		{[]string{"--partition", "0", "--replicas", "1", "--cancel"}, "not both"},
+		{[]string{"--partition", "0", "--replicas", "1,x"}, `invalid --replicas "1,x"`},
+	} {
+		args := append([]string{"topic", "reassign", "t", "--bootstrap-server", "127.0.0.1:1"}, tc.args...)
+		if f := mustFail(t, "", args...); !strings.Contains(f.err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, f.err, tc.want)
+		}
+	}
+}
