@@ -157,10 +157,12 @@ func TestSyncSecuredSourceAndDestination(t *testing.T) {
 	// A wrong password: FAILED, saying why; fixed: mirroring resumes.
 	alter("sasl.password", syncWrongPW)
 	failsWith("the source refused the mirror's SASL login")
-	m := syncDescribe(t, madm, "east")
-	if s := syncOf(m, "configs"); !strings.Contains(s.LastError, "SASL") {
-		t.Errorf("configs sync with a wrong password: %+v", s)
-	}
+	// The sync runs on its own interval: its next round meets the login
+	// failure too.
+	syncPoll(t, "the configs sync to fail on the login", func() (bool, string) {
+		s := syncOf(syncDescribe(t, madm, "east"), "configs")
+		return strings.Contains(s.LastError, "SASL"), fmt.Sprintf("%+v", s)
+	})
 	for p := int32(0); p < 2; p++ {
 		syncProduce(t, aCl, "orders", p, 10, 5)
 	}
@@ -180,7 +182,7 @@ func TestSyncSecuredSourceAndDestination(t *testing.T) {
 
 	// No secret in any answer: DescribeMirrors, DescribeConfigs of the
 	// brokers, the topic and the mirror resource, on both clusters.
-	m = syncDescribe(t, madm, "east")
+	m := syncDescribe(t, madm, "east")
 	var answers []string
 	for _, c := range m.Configs {
 		if c.Name == "sasl.password" && (!c.Sensitive || c.Value != nil) {
