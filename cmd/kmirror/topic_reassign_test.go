@@ -42,6 +42,19 @@ func describedReplicas(t *testing.T, bs, topic string) []int32 {
 	return descs[0].Partitions[0].Replicas
 }
 
+// createOnOneBroker creates a topic of one partition and one replica and
+// returns the broker that holds it.
+func createOnOneBroker(t *testing.T, bs, topic string) int32 {
+	t.Helper()
+	mustRun(t, "", "topic", "create", topic, "--partitions", "1", "--replication-factor", "1", "--bootstrap-server", bs)
+	var r []int32
+	pollCLI(t, topic+" to have a replica", func() (bool, string) {
+		r = describedReplicas(t, bs, topic)
+		return len(r) == 1, fmt.Sprint(r)
+	})
+	return r[0]
+}
+
 // TestTopicReassign moves a partition to another broker of a three-node
 // cluster and follows the move to its end; lists a move that cannot finish
 // (its target is stopped) and cancels it; and refuses bad requests with the
@@ -49,13 +62,7 @@ func describedReplicas(t *testing.T, bs, topic string) []int32 {
 func TestTopicReassign(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Nodes(3))
 	bs := c.Bootstrap()
-	mustRun(t, "", "topic", "create", "cli-move", "--partitions", "1", "--replication-factor", "1", "--bootstrap-server", bs)
-	var owner []int32
-	pollCLI(t, "cli-move to have a replica", func() (bool, string) {
-		owner = describedReplicas(t, bs, "cli-move")
-		return len(owner) == 1, fmt.Sprint(owner)
-	})
-	other := owner[0]%3 + 1
+	other := createOnOneBroker(t, bs, "cli-move")%3 + 1
 	rows := tableRows(mustRun(t, "", "topic", "reassign", "cli-move", "--partition", "0", "--replicas", fmt.Sprint(other),
 		"--bootstrap-server", bs).stdout)
 	if len(rows) != 2 || !slices.Equal(rows[1], []string{"cli-move", "0", fmt.Sprint(other), "moving"}) {
@@ -68,19 +75,14 @@ func TestTopicReassign(t *testing.T) {
 	})
 
 	// A move towards a stopped broker stays listed until cancelled.
-	mustRun(t, "", "topic", "create", "cli-stuck", "--partitions", "1", "--replication-factor", "1", "--bootstrap-server", bs)
-	var home []int32
-	pollCLI(t, "cli-stuck to have a replica", func() (bool, string) {
-		home = describedReplicas(t, bs, "cli-stuck")
-		return len(home) == 1, fmt.Sprint(home)
-	})
-	down := home[0]%3 + 1
+	home := createOnOneBroker(t, bs, "cli-stuck")
+	down := home%3 + 1
 	c.Node(down).Stop()
-	bsUp := c.Node(home[0]).Addr()
-	mustRun(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--replicas", fmt.Sprintf("%d,%d", home[0], down),
+	bsUp := c.Node(home).Addr()
+	mustRun(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--replicas", fmt.Sprintf("%d,%d", home, down),
 		"--bootstrap-server", bsUp)
 	rows = tableRows(mustRun(t, "", "topic", "reassignments", "cli-stuck", "--bootstrap-server", bsUp).stdout)
-	want := []string{"cli-stuck", "0", fmt.Sprintf("%d,%d", home[0], down), fmt.Sprint(down), "-"}
+	want := []string{"cli-stuck", "0", fmt.Sprintf("%d,%d", home, down), fmt.Sprint(down), "-"}
 	if len(rows) != 2 || !slices.Equal(rows[0], []string{"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"}) || !slices.Equal(rows[1], want) {
 		t.Fatalf("reassignments: %v, want %v", rows, want)
 	}

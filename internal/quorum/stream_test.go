@@ -116,6 +116,9 @@ func TestStreamLayerDialAndHandoff(t *testing.T) {
 	}
 }
 
+// TestOwnListenerRefusesNonRaftConnections: a raft listener of its own
+// closes a Kafka client and a raft peer that wants a SASL login (it has no
+// SASL) rather than leaving them waiting, and hands a raft peer to raft.
 func TestOwnListenerRefusesNonRaftConnections(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -125,17 +128,22 @@ func TestOwnListenerRefusesNonRaftConnections(t *testing.T) {
 	o := startOwnListener(ln, s, newTestLogger(t))
 	defer o.close()
 
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write([]byte{0, 0, 0, 12, 0, 18, 0, 3}) // a Kafka ApiVersions frame start
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	// Closed by the listener: EOF, or a reset since it left bytes unread.
-	var ne net.Error
-	if _, err := c.Read(make([]byte, 1)); err == nil || errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("non-raft connection: read %v, want it closed", err)
+	for what, first := range map[string][]byte{
+		"a Kafka ApiVersions frame start": {0, 0, 0, 12, 0, 18, 0, 3},
+		"a raft peer wanting SASL":        preamble(PreambleSASL),
+	} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(first)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		// Closed by the listener: EOF, or a reset since it left bytes unread.
+		var ne net.Error
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("%s: read %v, want the connection closed", what, err)
+		}
+		c.Close()
 	}
 
 	raftConn, err := s.Dial(raftAddr(ln), time.Second)
@@ -236,29 +244,6 @@ func TestDialAuthenticatesAfterThePreamble(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestOwnListenerRefusesSASLPeers: a raft listener of its own has no SASL,
-// so a peer that wants to authenticate is refused rather than left waiting.
-func TestOwnListenerRefusesSASLPeers(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewStreamLayer(ln.Addr())
-	o := startOwnListener(ln, s, newTestLogger(t))
-	defer o.close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.Write(preamble(PreambleSASL))
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var ne net.Error
-	if _, err := c.Read(make([]byte, 1)); err == nil || errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("SASL raft peer: read %v, want the connection closed", err)
 	}
 }
 
