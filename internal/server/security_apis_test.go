@@ -128,10 +128,12 @@ var refusalRows = map[int16]refusalRow{
 		}
 		return ""
 	}},
-	int16(kmsg.SASLAuthenticate): {connection: true},
-	int16(kmsg.CreatePartitions): {want: topicRefused},
-	int16(kmsg.DeleteGroups):     {want: groupRefused},
-	int16(kmsg.ElectLeaders):     {want: clusterRefused},
+	int16(kmsg.SASLAuthenticate):           {connection: true},
+	int16(kmsg.CreatePartitions):           {want: topicRefused},
+	int16(kmsg.DeleteGroups):               {want: groupRefused},
+	int16(kmsg.ElectLeaders):               {want: clusterRefused},
+	int16(kmsg.AlterPartitionAssignments):  {want: clusterRefused},
+	int16(kmsg.ListPartitionReassignments): {want: clusterRefused},
 	int16(kmsg.IncrementalAlterConfigs): {want: topicRefused, prep: func(r kmsg.Request) {
 		for i := range r.(*kmsg.IncrementalAlterConfigsRequest).Resources {
 			r.(*kmsg.IncrementalAlterConfigsRequest).Resources[i].ResourceType = kmsg.ConfigResourceTypeTopic
