@@ -236,7 +236,11 @@ type partitionDescription struct {
 	Replicas        []int32 `json:"replicas"`
 	ISR             []int32 `json:"isr"`
 	OfflineReplicas []int32 `json:"offline_replicas"`
-	Error           string  `json:"error,omitempty"`
+	// AddingReplicas and RemovingReplicas are set while the partition is
+	// being reassigned (ListPartitionReassignments).
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	Error            string  `json:"error,omitempty"`
 }
 
 // configDescription is one topic config in `topic describe` output. Value is
@@ -298,12 +302,19 @@ func newTopicDescribeCommand(f *topicFlags) *cobra.Command {
 					for _, rc := range configs {
 						byName[rc.Name] = rc
 					}
+					moving := reassignmentsOf(ctx, adm, details, found)
 					for _, name := range found {
 						rc := byName[name]
 						if rc.Err != nil {
 							errs = append(errs, fmt.Errorf("describe configs of topic %s: %w", name, brokerError(rc.Err, rc.ErrMessage)))
 						}
-						descs = append(descs, describeTopic(details[name], rc))
+						desc := describeTopic(details[name], rc)
+						for i := range desc.Partitions {
+							if r, ok := moving[name][desc.Partitions[i].Partition]; ok {
+								desc.Partitions[i].AddingReplicas, desc.Partitions[i].RemovingReplicas = r.AddingReplicas, r.RemovingReplicas
+							}
+						}
+						descs = append(descs, desc)
 					}
 				}
 				if err := printDescriptions(cmd, format, descs); err != nil {
@@ -353,6 +364,23 @@ func describeTopic(d kadm.TopicDetail, rc kadm.ResourceConfig) topicDescription 
 	return desc
 }
 
+// reassignmentsOf returns the reassignments in progress of the named
+// topics' partitions; nil if the cluster does not answer
+// ListPartitionReassignments (a describe does not fail for it).
+func reassignmentsOf(ctx context.Context, adm *kadm.Client, details kadm.TopicDetails, names []string) kadm.ListPartitionReassignmentsResponses {
+	set := kadm.TopicsSet{}
+	for _, name := range names {
+		for p := range details[name].Partitions {
+			set.Add(name, p)
+		}
+	}
+	moving, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return nil
+	}
+	return moving
+}
+
 // printDescriptions renders described topics: in table form a topic table, a
 // config table (when any topic has configs of its own) and a partition table.
 func printDescriptions(cmd *cobra.Command, format outputFormat, descs []topicDescription) error {
@@ -364,6 +392,12 @@ func printDescriptions(cmd *cobra.Command, format outputFormat, descs []topicDes
 		return nil
 	}
 	var topics, configs, partitions [][]string
+	reassigning := false
+	for _, d := range descs {
+		for _, p := range d.Partitions {
+			reassigning = reassigning || len(p.AddingReplicas)+len(p.RemovingReplicas) > 0
+		}
+	}
 	for _, d := range descs {
 		topics = append(topics, []string{d.Name, d.ID, strconv.Itoa(len(d.Partitions)),
 			strconv.Itoa(d.ReplicationFactor), strconv.FormatBool(d.Internal)})
@@ -379,9 +413,13 @@ func printDescriptions(cmd *cobra.Command, format outputFormat, descs []topicDes
 			if p.Leader < 0 {
 				leader = "none"
 			}
-			partitions = append(partitions, []string{d.Name, strconv.Itoa(int(p.Partition)), leader,
+			row := []string{d.Name, strconv.Itoa(int(p.Partition)), leader,
 				strconv.Itoa(int(p.LeaderEpoch)), joinInt32s(p.Replicas), joinInt32s(p.ISR),
-				joinInt32s(p.OfflineReplicas), p.Error})
+				joinInt32s(p.OfflineReplicas)}
+			if reassigning {
+				row = append(row, brokerCell(p.AddingReplicas), brokerCell(p.RemovingReplicas))
+			}
+			partitions = append(partitions, append(row, p.Error))
 		}
 	}
 	if err := writeTable(out, []string{"TOPIC", "ID", "PARTITIONS", "REPLICATION-FACTOR", "INTERNAL"}, topics); err != nil {
@@ -394,7 +432,12 @@ func printDescriptions(cmd *cobra.Command, format outputFormat, descs []topicDes
 		}
 	}
 	fmt.Fprintln(out)
-	return writeTable(out, []string{"TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "ERROR"}, partitions)
+	header := []string{"TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE"}
+	if reassigning {
+		// Only while a partition moves, as kafka-topics.sh shows them.
+		header = append(header, "ADDING", "REMOVING")
+	}
+	return writeTable(out, append(header, "ERROR"), partitions)
 }
 
 func newTopicDeleteCommand(f *topicFlags) *cobra.Command {

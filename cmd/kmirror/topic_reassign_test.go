@@ -86,12 +86,24 @@ func TestTopicReassign(t *testing.T) {
 	if len(rows) != 2 || !slices.Equal(rows[0], []string{"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"}) || !slices.Equal(rows[1], want) {
 		t.Fatalf("reassignments: %v, want %v", rows, want)
 	}
+	// describe shows the move too, as kafka-topics.sh does.
+	descs := decodeJSON[[]topicDescription](t, mustRun(t, "", "topic", "describe", "cli-stuck", "-o", "json", "--bootstrap-server", bsUp).stdout)
+	if p := descs[0].Partitions[0]; !slices.Equal(p.AddingReplicas, []int32{down}) || len(p.RemovingReplicas) != 0 {
+		t.Fatalf("describe while moving: %+v", p)
+	}
+	out := mustRun(t, "", "topic", "describe", "cli-stuck", "--bootstrap-server", bsUp).stdout
+	if !strings.Contains(out, "ADDING") || !strings.Contains(out, "REMOVING") {
+		t.Fatalf("describe table while moving:\n%s", out)
+	}
 	rows = tableRows(mustRun(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--cancel", "--bootstrap-server", bsUp).stdout)
 	if len(rows) != 2 || rows[1][len(rows[1])-1] != "cancelled" {
 		t.Fatalf("cancel output: %v", rows)
 	}
 	if listed := decodeJSON[[]reassignment](t, mustRun(t, "", "topic", "reassignments", "cli-stuck", "-o", "json", "--bootstrap-server", bsUp).stdout); len(listed) != 0 {
 		t.Fatalf("listed after cancelling: %+v", listed)
+	}
+	if out := mustRun(t, "", "topic", "describe", "cli-stuck", "--bootstrap-server", bsUp).stdout; strings.Contains(out, "ADDING") {
+		t.Fatalf("describe table after cancelling:\n%s", out)
 	}
 	f := mustFail(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--cancel", "--bootstrap-server", bsUp)
 	if !strings.Contains(f.err.Error(), "NO_REASSIGNMENT_IN_PROGRESS") {
