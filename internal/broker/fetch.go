@@ -194,6 +194,16 @@ func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, d
 			urgent = true
 			continue
 		}
+		if replicaID >= 0 && r.out.res != nil && r.out.res.Size > 0 && p.leaderThrottle(replicaID) {
+			// A catching-up follower of a throttled partition
+			// (replication_quota.go): nothing while over the rate.
+			if b.rm.leaderQuota.exceeded(b.rm.Config().LeaderReplicationThrottledRate, now) {
+				r.out.res.Release()
+				r.out.res = nil
+				continue
+			}
+			b.rm.leaderQuota.record(r.out.res.Size, now)
+		}
 		if n := r.out.res.Size; n > 0 {
 			minOne = false
 			limit = max(0, limit-n)

@@ -16,6 +16,9 @@ type topicSettings struct {
 	log       storage.LogConfig
 	minISR    int32
 	mirrorRaw string // mirror.name as stored ("" when in no mirror)
+	// leaderThrottled is leader.replication.throttled.replicas
+	// (replication_quota.go).
+	leaderThrottled []string
 }
 
 // resolveTopicSettings computes a topic's effective configuration from its
@@ -32,7 +35,8 @@ func resolveTopicSettings(c *config.Config, overrides map[string]string) (topicS
 		}
 		tc = tc2
 	}
-	return topicSettings{log: logConfigOf(tc), minISR: tc.MinInsyncReplicas, mirrorRaw: tc.MirrorName}, err
+	return topicSettings{log: logConfigOf(tc), minISR: tc.MinInsyncReplicas, mirrorRaw: tc.MirrorName,
+		leaderThrottled: tc.LeaderReplicationThrottledReplicas}, err
 }
 
 // logConfigOf converts a topic's effective configuration into the storage

@@ -369,6 +369,17 @@ func (p *Partition) markOffline(lp metadata.LocalPartition, err error) {
 	p.notify.signal()
 }
 
+// leaderThrottle reports whether this leader throttles its replication of
+// the partition to follower (replication_quota.go): the partition is listed
+// for this broker in leader.replication.throttled.replicas and the
+// follower is not in the ISR.
+func (p *Partition) leaderThrottle(follower int32) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.settings.leaderThrottled) > 0 && throttledReplica(p.settings.leaderThrottled, p.tp.Partition, p.rm.nodeID) &&
+		!slices.Contains(p.state.ISR, follower)
+}
+
 // updateSettings applies a change of the topic's configuration.
 func (p *Partition) updateSettings(s topicSettings) {
 	p.mu.Lock()

@@ -76,6 +76,9 @@ type ReplicaManager struct {
 	watchers map[string]map[*leadershipWatcher]struct{}
 
 	stats brokerStats // metrics.go
+	// leaderQuota measures the throttled replication this broker leads
+	// (replication_quota.go).
+	leaderQuota *replicationQuota
 }
 
 func newReplicaManager(nodeID int32, logs LogManager, cfg *config.Config, logger *slog.Logger, now func() time.Time, closing chan struct{}) *ReplicaManager {
@@ -88,6 +91,7 @@ func newReplicaManager(nodeID int32, logs LogManager, cfg *config.Config, logger
 	}
 	rm.cfg.Store(cfg)
 	rm.img.Store(metadata.EmptyImage())
+	rm.leaderQuota = newReplicationQuota(cfg.ReplicationQuotaWindowNum, cfg.ReplicationQuotaWindowSizeSeconds)
 	return rm
 }
 

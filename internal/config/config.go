@@ -213,6 +213,12 @@ type Config struct {
 	// MirrorReplicationThrottledRate is mirror.replication.throttled.rate
 	// (-1: unlimited).
 	MirrorReplicationThrottledRate int64
+	// LeaderReplicationThrottledRate is leader.replication.throttled.rate.
+	LeaderReplicationThrottledRate int64
+	// ReplicationQuotaWindowNum and ReplicationQuotaWindowSizeSeconds are
+	// replication.quota.window.num and .size.seconds.
+	ReplicationQuotaWindowNum         int32
+	ReplicationQuotaWindowSizeSeconds int32
 
 	// Layers, most specific last; every map is owned by this Config.
 	profile    map[string]string // kmirror's defaults when no file is given
@@ -579,6 +585,9 @@ func (c *Config) fill() error {
 	c.MirrorMetadataRefreshIntervalMs = c.v("mirror.metadata.refresh.interval.ms").Long()
 	c.MirrorSupportUncleanLeaderElection = c.v("mirror.support.unclean.leader.election").Bool()
 	c.MirrorReplicationThrottledRate = c.v("mirror.replication.throttled.rate").Long()
+	c.LeaderReplicationThrottledRate = c.v("leader.replication.throttled.rate").Long()
+	c.ReplicationQuotaWindowNum = c.v("replication.quota.window.num").Int()
+	c.ReplicationQuotaWindowSizeSeconds = c.v("replication.quota.window.size.seconds").Int()
 
 	return errors.Join(errs...)
 }
