@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,4 +182,105 @@ func TestPartitionReassignment(t *testing.T) {
 		t.Fatalf("cancelling again: %v", err)
 	}
 	c.Node(down).Start()
+}
+
+// TestThrottledReassignment moves a partition holding more than one fetch
+// of data with kafka-reassign-partitions.sh's throttle set (the topic's
+// leader.replication.throttled.replicas and a cluster-wide
+// leader.replication.throttled.rate of 1 byte a second): the new replica
+// gets its first fetch and is then held back, so the move stays in
+// progress; lifting the rate lets it complete with every record.
+func TestThrottledReassignment(t *testing.T) {
+	c := Start(t, Nodes(3), Config("replica.fetch.max.bytes", "65536"))
+	ctx := ctxFor(t, 2*time.Minute)
+	adm := kadm.NewClient(c.Client(t, kgo.MetadataMinAge(10*time.Millisecond)))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "throttled"); err != nil {
+		t.Fatal(err)
+	}
+	replicas, _, _ := replicasOf(ctx, t, adm, "throttled", 0)
+	owner := replicas[0]
+	added := owner%3 + 1
+	p := c.Client(t, kgo.DefaultProduceTopic("throttled"), kgo.ProducerBatchMaxBytes(16<<10),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	const n = 400 // 400 KiB: several fetches of 64 KiB
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range n {
+		value := make([]byte, 1024)
+		for i := range value {
+			value[i] = byte(rng.Uint32())
+		}
+		p.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	alter := func(rate *string) {
+		t.Helper()
+		resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: rate}})
+		if rate == nil {
+			resp, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "leader.replication.throttled.rate"}})
+		}
+		if err == nil {
+			for _, r := range resp {
+				if r.Err != nil {
+					err = r.Err
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("leader.replication.throttled.rate: %v", err)
+		}
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas",
+		Value: kadm.StringPtr(fmt.Sprintf("0:%d", owner))}}, "throttled"); err != nil {
+		t.Fatal(err)
+	}
+	alter(kadm.StringPtr("1"))
+
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("throttled", 0, []int32{owner, added})
+	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
+		t.Fatalf("reassign: %v %v", err, resp.Error())
+	}
+	// The new replica gets its first fetch's worth, then nothing.
+	addedLog := filepath.Join(c.Node(added).Dir, "data", "throttled-0")
+	logSize := func() int64 {
+		var total int64
+		entries, _ := os.ReadDir(addedLog)
+		for _, e := range entries {
+			if filepath.Ext(e.Name()) == ".log" {
+				if fi, err := e.Info(); err == nil {
+					total += fi.Size()
+				}
+			}
+		}
+		return total
+	}
+	pollFor(ctx, t, "the new replica's first fetch", func() (bool, string) {
+		s := logSize()
+		return s > 0, fmt.Sprint(s)
+	})
+	time.Sleep(time.Second)
+	held := logSize()
+	if held >= n*1024 {
+		t.Fatalf("the new replica copied %d bytes under a 1 byte/s throttle", held)
+	}
+	list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"throttled": {0: {}}})
+	if err != nil || len(list.Sorted()) != 1 {
+		t.Fatalf("the throttled move is not in progress: %+v %v", list.Sorted(), err)
+	}
+
+	alter(nil)
+	pollFor(ctx, t, "the move to complete once the throttle is lifted", func() (bool, string) {
+		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"throttled": {0: {}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		r, isr, _ := replicasOf(ctx, t, adm, "throttled", 0)
+		return len(list.Sorted()) == 0 && slices.Equal(r, []int32{owner, added}) && len(isr) == 2,
+			fmt.Sprintf("listed %+v, replicas %v, isr %v", list.Sorted(), r, isr)
+	})
+	if s := logSize(); s < n*1024 {
+		t.Fatalf("the new replica holds %d bytes after catching up", s)
+	}
 }
