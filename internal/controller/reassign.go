@@ -49,8 +49,10 @@ func reassignmentOf(st metadata.PartitionState) (original, target []int32, ongoi
 // partition is UNKNOWN_TOPIC_OR_PARTITION; a target that is empty, has
 // duplicates or names a broker that is not registered is
 // INVALID_REPLICA_ASSIGNMENT; with AllowReplicationFactorChange false (v1)
-// a target of another size is INVALID_REPLICATION_FACTOR; cancelling a
-// partition that is not being reassigned is NO_REASSIGNMENT_IN_PROGRESS.
+// a target of another size is INVALID_REPLICATION_FACTOR; a cancel or a
+// new target that would leave no in-sync replica is
+// INVALID_REPLICA_ASSIGNMENT; cancelling a partition that is not being
+// reassigned is NO_REASSIGNMENT_IN_PROGRESS.
 // A partition named twice is INVALID_REQUEST.
 func decideAlterPartitionReassignments(v *view, req *kmsg.AlterPartitionAssignmentsRequest) ([]metadata.Record, *kmsg.AlterPartitionAssignmentsResponse) {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
@@ -142,6 +144,12 @@ func decideReassignment(img *metadata.Image, topic *metadata.TopicImage, rp kmsg
 		if slices.Contains(next.Replicas, id) {
 			next.ISR = append(next.ISR, id)
 		}
+	}
+	if len(next.ISR) == 0 {
+		// A cancelled or replaced target would drop every in-sync
+		// replica (they were all being added): Kafka refuses that too.
+		return nil, errf(kerr.InvalidReplicaAssignment, "partition %s-%d: the change would leave it without an in-sync replica (ISR %v, replicas after it %v)",
+			topic.Name, rp.Partition, st.ISR, next.Replicas)
 	}
 	if done := completeReassignment(img, topic.ID, rp.Partition, next); done != nil {
 		// The target is already in sync (a shrink, a reorder): done at once.

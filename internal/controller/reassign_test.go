@@ -109,7 +109,14 @@ func TestReassignmentCancelAndReplace(t *testing.T) {
 
 	img = reassign(t, img, reassignReq(true, "t", map[int32][]int32{0: nil}), nil)
 	wantState(t, "cancelled", stateOf(t, img, "t", 0), []int32{1, 2}, nil, nil, []int32{1, 2}, 1)
+
 	reassign(t, img, reassignReq(true, "t", map[int32][]int32{0: nil}), map[int32]*kerr.Error{0: kerr.NoReassignmentInProgress})
+
+	// Once only the added replicas are in sync (the original ones fell
+	// out), cancelling would leave no in-sync replica: refused.
+	img = reassign(t, img, reassignReq(true, "t", map[int32][]int32{0: {3}}), nil)
+	img = apply(t, img, &metadata.PartitionChangeRecord{TopicID: id, Partition: 0, ISR: []int32{3}, Leader: ptr(int32(3))})
+	reassign(t, img, reassignReq(true, "t", map[int32][]int32{0: nil}), map[int32]*kerr.Error{0: kerr.InvalidReplicaAssignment})
 }
 
 // TestReassignmentInSyncCompletesAtOnce: a target already in the ISR (a
