@@ -284,3 +284,95 @@ func TestThrottledReassignment(t *testing.T) {
 		t.Fatalf("the new replica holds %d bytes after catching up", s)
 	}
 }
+
+// TestReassignmentSurvivesLeaderLoss moves a partition off its leader while
+// the move is held back by a throttle on that leader, then kills the
+// leader: its follower takes over (not throttled), the new replica catches
+// up from it, the move completes, no record is lost, and the killed broker,
+// back, deletes the log it no longer hosts.
+func TestReassignmentSurvivesLeaderLoss(t *testing.T) {
+	c := Start(t, Nodes(3), Config("broker.session.timeout.ms", "3000"), Config("broker.heartbeat.interval.ms", "250"),
+		Config("replica.fetch.max.bytes", "65536"), Config("auto.leader.rebalance.enable", "false"))
+	ctx := ctxFor(t, 2*time.Minute)
+	adm := kadm.NewClient(c.Client(t, kgo.MetadataMinAge(10*time.Millisecond)))
+	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "survive"); err != nil {
+		t.Fatal(err)
+	}
+	var replicas, isr []int32
+	var leader int32
+	pollFor(ctx, t, "both replicas in sync", func() (bool, string) {
+		replicas, isr, leader = replicasOf(ctx, t, adm, "survive", 0)
+		return len(isr) == 2 && leader >= 0, fmt.Sprint(replicas, isr, leader)
+	})
+	follower := replicas[0]
+	if follower == leader {
+		follower = replicas[1]
+	}
+	added := int32(6) - leader - follower // the third of nodes 1, 2, 3
+	p := c.Client(t, kgo.DefaultProduceTopic("survive"), kgo.ProducerBatchMaxBytes(16<<10),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	const n = 400
+	rng := rand.New(rand.NewPCG(3, 4))
+	var sent [][]byte
+	for range n {
+		value := make([]byte, 1024)
+		for i := range value {
+			value[i] = byte(rng.Uint32())
+		}
+		sent = append(sent, value)
+		p.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas",
+		Value: kadm.StringPtr(fmt.Sprintf("0:%d", leader))}}, "survive"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: kadm.StringPtr("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("survive", 0, []int32{follower, added})
+	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
+		t.Fatalf("reassign: %v %v", err, resp.Error())
+	}
+	list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"survive": {0: {}}})
+	if err != nil || len(list.Sorted()) != 1 {
+		t.Fatalf("the throttled move is not in progress: %+v %v", list.Sorted(), err)
+	}
+
+	c.Node(leader).Kill()
+	pollFor(ctx, t, "the move to complete without the old leader", func() (bool, string) {
+		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"survive": {0: {}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		r, isr, l := replicasOf(ctx, t, adm, "survive", 0)
+		return len(list.Sorted()) == 0 && slices.Equal(r, []int32{follower, added}) && len(isr) == 2 && l != leader,
+			fmt.Sprintf("listed %+v, replicas %v, isr %v, leader %d", list.Sorted(), r, isr, l)
+	})
+	cons := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"survive": {0: kgo.NewOffset().AtStart()}}))
+	var got [][]byte
+	for len(got) < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records after the move", len(got), n)
+		}
+		for _, r := range fs.Records() {
+			got = append(got, r.Value)
+		}
+	}
+	for i := range n {
+		if !slices.Equal(got[i], sent[i]) {
+			t.Fatalf("record %d differs after the move", i)
+		}
+	}
+
+	c.Node(leader).Start()
+	oldLog := filepath.Join(c.Node(leader).Dir, "data", "survive-0")
+	pollFor(ctx, t, "the old leader to delete the log it no longer hosts", func() (bool, string) {
+		_, err := os.Stat(oldLog)
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+}
