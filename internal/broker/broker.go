@@ -69,6 +69,10 @@ type Deps struct {
 	// ReplicaDialOptions secure the replica fetchers' connections to their
 	// leaders' inter-broker listener (TLS, the node's SASL login).
 	ReplicaDialOptions []wire.DialOption
+	// Incarnation is the id this process registers the broker with. Once
+	// the metadata shows that registration, the replica manager deletes
+	// the stray logs (zero: it never does).
+	Incarnation metadata.Uuid
 }
 
 // Broker serves the data-plane Kafka APIs of one node over its
@@ -118,6 +122,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	}
 	b.bgCtx, b.bgCancel = context.WithCancel(context.Background())
 	b.rm = newReplicaManager(cfg.NodeID, deps.Logs, cfg.Cfg, logger, cfg.Now, b.closing)
+	b.rm.incarnation = deps.Incarnation
 	fetchers, err := newReplicaFetchers(b.rm, deps.ReplicaEndpoint, deps.ReplicaDialOptions)
 	if err != nil {
 		return nil, fmt.Errorf("broker: replica fetchers: %w", err)

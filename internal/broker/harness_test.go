@@ -360,6 +360,17 @@ func newEnvInDir(t testing.TB, dir string, overrides map[string]string) *env {
 
 func startEnv(t testing.TB, dir string, overrides map[string]string, img *metadata.Image) *env {
 	t.Helper()
+	return startEnvAs(t, dir, overrides, img, metadata.Uuid{})
+}
+
+// startEnvAs is startEnv for a broker process of the given incarnation
+// (Deps.Incarnation; zero: none), broker 1 registered with it.
+func startEnvAs(t testing.TB, dir string, overrides map[string]string, img *metadata.Image, incarnation metadata.Uuid) *env {
+	t.Helper()
+	reg1 := incarnation
+	if reg1.IsZero() {
+		reg1 = metadata.RandomUuid()
+	}
 	ov := map[string]string{"node.id": "1", "log.dirs": dir}
 	maps.Copy(ov, overrides)
 	cfg, _, err := config.Load("", nil, ov)
@@ -379,7 +390,7 @@ func startEnv(t testing.TB, dir string, overrides map[string]string, img *metada
 	} else {
 		meta.mustApply(t,
 			&metadata.RegisterBrokerRecord{BrokerRegistration: metadata.BrokerRegistration{
-				ID: 1, Epoch: 10, IncarnationID: metadata.RandomUuid(),
+				ID: 1, Epoch: 10, IncarnationID: reg1,
 				Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}},
 			}},
 			&metadata.RegisterBrokerRecord{BrokerRegistration: metadata.BrokerRegistration{
@@ -394,7 +405,8 @@ func startEnv(t testing.TB, dir string, overrides map[string]string, img *metada
 	noLeaders := func(context.Context, replication.Source) (replication.Endpoint, error) {
 		return nil, errors.New("broker tests run no leaders")
 	}
-	b, err := New(Config{NodeID: testNode, Cfg: cfg, Logger: quietLogger()}, Deps{Logs: mgr, Metadata: meta, Controller: ctrl, ClusterID: clusterID, ReplicaEndpoint: noLeaders})
+	b, err := New(Config{NodeID: testNode, Cfg: cfg, Logger: quietLogger()}, Deps{Logs: mgr, Metadata: meta, Controller: ctrl, ClusterID: clusterID, ReplicaEndpoint: noLeaders,
+		Incarnation: incarnation})
 	if err != nil {
 		t.Fatal(err)
 	}

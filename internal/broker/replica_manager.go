@@ -79,6 +79,11 @@ type ReplicaManager struct {
 	// leaderQuota measures the throttled replication this broker leads
 	// (replication_quota.go).
 	leaderQuota *replicationQuota
+	// incarnation is this process's registration (Deps.Incarnation);
+	// strayChecked is set once the stray logs were deleted. Publisher
+	// goroutine only.
+	incarnation  metadata.Uuid
+	strayChecked bool
 }
 
 func newReplicaManager(nodeID int32, logs LogManager, cfg *config.Config, logger *slog.Logger, now func() time.Time, closing chan struct{}) *ReplicaManager {
@@ -162,6 +167,7 @@ func (rm *ReplicaManager) OnMetadataUpdate(delta *metadata.Delta, img *metadata.
 	}
 	rm.refreshLeaderAddresses(delta, img, changedFollowers)
 	rm.applyTopicConfigs(delta, img, brokerCfgChanged)
+	rm.deleteStrayLogs(img)
 	rm.img.Store(img)
 	rm.metaNotify.signal()
 	rm.firstOnce.Do(func() { close(rm.first) })
@@ -243,6 +249,34 @@ func (rm *ReplicaManager) applyReplica(lp metadata.LocalPartition, img *metadata
 		p.makeFollower(lp, settings, log)
 	}
 	rm.notifyWatchers(lp.Topic, lp.Partition, leader, lp.State.LeaderEpoch)
+}
+
+// deleteStrayLogs deletes, once, the logs of partitions this node does not
+// host: those it stopped hosting, or whose topic was deleted, while it was
+// down, so that it never saw the change (Kafka's stray replicas). It waits
+// for the first image that holds this process's own registration: that
+// image holds every change made before the node came back, so a log it
+// does not assign here is not this node's any more.
+func (rm *ReplicaManager) deleteStrayLogs(img *metadata.Image) {
+	if rm.strayChecked || rm.incarnation.IsZero() {
+		return
+	}
+	if reg, ok := img.Broker(rm.nodeID); !ok || reg.IncarnationID != rm.incarnation {
+		return
+	}
+	rm.strayChecked = true
+	for _, l := range rm.logs.Logs() {
+		tp := l.TopicPartition()
+		if _, hosted := rm.Partition(tp); hosted {
+			continue
+		}
+		if err := rm.logs.AsyncDelete(tp); err != nil {
+			rm.log.Warn("delete stray partition log", "topic", tp.Topic, "partition", tp.Partition, "error", err)
+			continue
+		}
+		rm.log.Info("deleted stray partition log: the metadata assigns no replica of it to this node",
+			"topic", tp.Topic, "partition", tp.Partition)
+	}
 }
 
 // removePartition drops a replica this node no longer hosts and deletes

@@ -145,3 +145,47 @@ func TestDescribeLogDirsProducersAndCluster(t *testing.T) {
 		t.Fatalf("controller endpoints from a broker: %v", kerr.ErrorForCode(dc.ErrorCode))
 	}
 }
+
+// TestStrayLogsDeletedOnceTheRegistrationIsSeen: a topic deleted while the
+// node was down leaves a log nobody will ever delete through a metadata
+// change. The restarted broker keeps every log until its image holds this
+// process's own registration (before that the image may be behind the
+// logs), then deletes the stray one and keeps the one it hosts.
+func TestStrayLogsDeletedOnceTheRegistrationIsSeen(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnvInDir(t, dir, nil)
+	e.createTopic("kept", 1, nil)
+	goneID := e.createTopic("gone", 1, nil)
+	e.mustProduce("kept", 0, makeBatch(t, plainBatch(), "k"))
+	e.mustProduce("gone", 0, makeBatch(t, plainBatch(), "g"))
+	img := e.meta.Image()
+	e.close()
+	// While the node is down, "gone" is deleted.
+	d := metadata.NewDelta(img)
+	if err := d.Replay(&metadata.RemoveTopicRecord{ID: goneID}, img.Offset()+1); err != nil {
+		t.Fatal(err)
+	}
+	img = d.Apply()
+
+	incarnation := metadata.RandomUuid()
+	e2 := startEnvAs(t, dir, nil, img, incarnation)
+	goneDir, keptDir := filepath.Join(dir, "gone-0"), filepath.Join(dir, "kept-0")
+	if _, err := os.Stat(goneDir); err != nil {
+		t.Fatalf("a log deleted before this process registered: %v", err)
+	}
+	e2.meta.mustApply(t, &metadata.RegisterBrokerRecord{BrokerRegistration: metadata.BrokerRegistration{
+		ID: 1, Epoch: 20, IncarnationID: incarnation,
+		Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "localhost", Port: 9092}},
+	}})
+	pollUntil(t, "the stray log deleted", func() bool {
+		_, err := os.Stat(goneDir)
+		return os.IsNotExist(err)
+	})
+	if _, err := os.Stat(keptDir); err != nil {
+		t.Fatalf("the hosted log: %v", err)
+	}
+	p := onlyPartition(t, decodeFetch(t, e2.call(fetchReq(12, fp("kept", 0, 0)))))
+	if vals, _ := fetchedValues(t, p.RecordBatches); len(vals) != 1 || vals[0] != "k" {
+		t.Fatalf("the hosted partition after the stray check: %q", vals)
+	}
+}

@@ -69,12 +69,12 @@ type lifecycle struct {
 
 // newLifecycle prepares the lifecycle of broker nodeID, which advertises
 // the given listeners.
-func newLifecycle(cfg *config.Config, clusterID string, ctl controllerClient, meta metadataProgress, logDirIDs [][16]byte, log *slog.Logger) (*lifecycle, error) {
+func newLifecycle(cfg *config.Config, clusterID string, incarnation metadata.Uuid, ctl controllerClient, meta metadataProgress, logDirIDs [][16]byte, log *slog.Logger) (*lifecycle, error) {
 	l := &lifecycle{
 		nodeID:       cfg.NodeID,
 		clusterID:    clusterID,
 		logDirs:      logDirIDs,
-		incarnation:  metadata.RandomUuid(),
+		incarnation:  incarnation,
 		interval:     time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		ctl:          ctl,
 		meta:         meta,

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/kmirror/kmirror/internal/broker"
+	"github.com/kmirror/kmirror/internal/metadata"
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
@@ -21,6 +22,9 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A new incarnation id for every start: the controller tells a
+	// restarted broker by it, and the broker knows its own registration.
+	incarnation := metadata.RandomUuid()
 	b, err := broker.New(broker.Config{
 		NodeID: n.cfg.NodeID,
 		Cfg:    n.cfg,
@@ -32,6 +36,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 		Controller:         n.channel,
 		ClusterID:          n.clusterID,
 		ReplicaDialOptions: replicaDial,
+		Incarnation:        incarnation,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -45,7 +50,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.life, err = newLifecycle(n.cfg, n.clusterID, n.channel, n.quorum, dirIDs, n.log.With("component", "lifecycle"))
+	n.life, err = newLifecycle(n.cfg, n.clusterID, incarnation, n.channel, n.quorum, dirIDs, n.log.With("component", "lifecycle"))
 	if err != nil {
 		return err
 	}

@@ -247,6 +247,9 @@ func (m *Manager) loadDir(d *logDir) error {
 			m.logger.Info("skipping directory that is not a partition", "dir", d.path, "name", name)
 			continue
 		}
+		if tp.Topic == MetadataTopic {
+			continue // the quorum's
+		}
 		jobs = append(jobs, job{tp, filepath.Join(d.path, name)})
 	}
 	work := make(chan job)

@@ -43,6 +43,11 @@ const (
 	// Manager leaves them alone.
 	FutureDirSuffix = "-future"
 	StrayDirSuffix  = "-stray"
+
+	// MetadataTopic is the metadata log's name: its directory
+	// (__cluster_metadata-0, in the first log dir by default) belongs to the
+	// quorum, not to the Manager, which leaves it alone.
+	MetadataTopic = "__cluster_metadata"
 )
 
 // tmpFileSuffix marks a file being written by writeFileAtomic.
