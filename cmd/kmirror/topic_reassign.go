@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // `kmirror topic reassign` and `kmirror topic reassignments` move a
@@ -46,12 +47,16 @@ func newTopicReassignCommand(f *topicFlags) *cobra.Command {
 	var partitions []int32
 	var replicas string
 	var cancel bool
+	var throttle int64
 	cmd := &cobra.Command{
-		Use:   "reassign NAME --partition P... (--replicas IDS | --cancel)",
+		Use:   "reassign NAME --partition P... (--replicas IDS [--throttle BYTES] | --cancel)",
 		Short: "Move partitions to other brokers, or cancel their move (AlterPartitionReassignments)",
 		Long: "Move the given partitions of a topic to the brokers of --replicas (the first is the preferred leader).\n" +
 			"The new replicas copy the data from the leader; once all of them are in sync the old replicas leave.\n" +
-			"Follow the move with `kmirror topic reassignments`. --cancel returns partitions being moved to their replicas.",
+			"Follow the move with `kmirror topic reassignments`. --cancel returns partitions being moved to their replicas.\n" +
+			"--throttle bounds the copy to BYTES a second, as kafka-reassign-partitions.sh --throttle: it lists the\n" +
+			"partitions' current replicas in the topic's leader.replication.throttled.replicas and sets the brokers'\n" +
+			"leader.replication.throttled.rate; lift it with `kmirror topic reassignments --clear-throttle` once done.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -64,6 +69,10 @@ func newTopicReassignCommand(f *topicFlags) *cobra.Command {
 				return errors.New("give either --replicas or --cancel, not both")
 			case !cancel && replicas == "":
 				return errors.New("give the target brokers with --replicas, or --cancel")
+			case cancel && throttle != 0:
+				return errors.New("--throttle goes with --replicas")
+			case throttle < 0:
+				return fmt.Errorf("invalid --throttle %d: want bytes a second", throttle)
 			case !cancel:
 				var err error
 				if target, err = parseBrokerList(replicas); err != nil {
@@ -72,6 +81,11 @@ func newTopicReassignCommand(f *topicFlags) *cobra.Command {
 			}
 			parts := dedupeInt32(partitions)
 			return f.run(cmd, func(ctx context.Context, adm *kadm.Client, format outputFormat) error {
+				if throttle > 0 {
+					if err := setReassignThrottle(ctx, adm, name, parts, throttle); err != nil {
+						return err
+					}
+				}
 				var req kadm.AlterPartitionAssignmentsReq
 				for _, p := range parts {
 					req.Assign(name, p, target)
@@ -115,13 +129,111 @@ func newTopicReassignCommand(f *topicFlags) *cobra.Command {
 	cmd.Flags().Int32SliceVar(&partitions, "partition", nil, "partition to move (repeatable, or comma-separated)")
 	cmd.Flags().StringVar(&replicas, "replicas", "", "target broker ids, comma-separated, preferred leader first")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel the partitions' move in progress")
+	cmd.Flags().Int64Var(&throttle, "throttle", 0, "bound the copy to this many bytes a second (leader.replication.throttled.*)")
 	return cmd
 }
 
+// throttleConfigs are the configs --throttle sets and --clear-throttle
+// removes: the topics' replica lists and the brokers' rates.
+var (
+	throttleTopicConfigs  = []string{"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+	throttleBrokerConfigs = []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+)
+
+// setReassignThrottle throttles the move of parts of topic as
+// kafka-reassign-partitions.sh --throttle does: the partitions' current
+// replicas join the topic's leader.replication.throttled.replicas (and the
+// follower list, which kmirror accepts without enforcing), and the rate
+// becomes the brokers' cluster-wide leader and follower throttled rate.
+func setReassignThrottle(ctx context.Context, adm *kadm.Client, topic string, parts []int32, rate int64) error {
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("throttle: describe topic %s: %w", topic, err)
+	}
+	d, ok := details[topic]
+	switch {
+	case !ok:
+		return fmt.Errorf("throttle: describe topic %s: %w", topic, kerr.UnknownTopicOrPartition)
+	case d.Err != nil:
+		return fmt.Errorf("throttle: describe topic %s: %w", topic, d.Err)
+	}
+	var pairs []string
+	for _, p := range parts {
+		pd, ok := d.Partitions[p]
+		if !ok {
+			return fmt.Errorf("throttle: topic %s has no partition %d", topic, p)
+		}
+		for _, r := range pd.Replicas {
+			pairs = append(pairs, fmt.Sprintf("%d:%d", p, r))
+		}
+	}
+	list := strings.Join(pairs, ",")
+	var ops []kadm.AlterConfig
+	for _, k := range throttleTopicConfigs {
+		ops = append(ops, kadm.AlterConfig{Op: kadm.AppendConfig, Name: k, Value: kadm.StringPtr(list)})
+	}
+	resps, err := adm.AlterTopicConfigs(ctx, ops, topic)
+	if err == nil && len(resps) > 0 {
+		err = brokerError(resps[0].Err, resps[0].ErrMessage)
+	}
+	if err != nil {
+		return fmt.Errorf("throttle: topic %s: %w", topic, err)
+	}
+	ops = nil
+	for _, k := range throttleBrokerConfigs {
+		ops = append(ops, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(strconv.FormatInt(rate, 10))})
+	}
+	bresps, err := adm.AlterBrokerConfigs(ctx, ops)
+	if err == nil && len(bresps) > 0 {
+		err = brokerError(bresps[0].Err, bresps[0].ErrMessage)
+	}
+	if err != nil {
+		return fmt.Errorf("throttle: broker configs: %w", err)
+	}
+	return nil
+}
+
+// clearReassignThrottle removes what setReassignThrottle set, from every
+// topic and the cluster-wide broker configs.
+func clearReassignThrottle(ctx context.Context, adm *kadm.Client, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	var ops []kadm.AlterConfig
+	for _, k := range throttleTopicConfigs {
+		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	resps, err := adm.AlterTopicConfigs(ctx, ops, topics...)
+	if err != nil {
+		return fmt.Errorf("clear throttle: %w", err)
+	}
+	for _, r := range resps {
+		if r.Err != nil {
+			return fmt.Errorf("clear throttle of topic %s: %w", r.Name, brokerError(r.Err, r.ErrMessage))
+		}
+	}
+	ops = nil
+	for _, k := range throttleBrokerConfigs {
+		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	bresps, err := adm.AlterBrokerConfigs(ctx, ops)
+	if err == nil && len(bresps) > 0 {
+		err = brokerError(bresps[0].Err, bresps[0].ErrMessage)
+	}
+	if err != nil {
+		return fmt.Errorf("clear throttle: broker configs: %w", err)
+	}
+	return nil
+}
+
 func newTopicReassignmentsCommand(f *topicFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "reassignments [NAME...]",
+	var clearThrottle bool
+	cmd := &cobra.Command{
+		Use:   "reassignments [NAME...] [--clear-throttle]",
 		Short: "List the partitions being moved (ListPartitionReassignments)",
+		Long: "List the partitions being moved, of the named topics or of all.\n" +
+			"--clear-throttle removes the throttle `kmirror topic reassign --throttle` set (the topics' and brokers'\n" +
+			"*.replication.throttled.* configs), and refuses while a move is still in progress.",
 		RunE: func(cmd *cobra.Command, names []string) error {
 			return f.run(cmd, func(ctx context.Context, adm *kadm.Client, format outputFormat) error {
 				topics := dedupe(names)
@@ -153,6 +265,14 @@ func newTopicReassignmentsCommand(f *topicFlags) *cobra.Command {
 					results = append(results, reassignment{Topic: r.Topic, Partition: r.Partition,
 						Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas})
 				}
+				if clearThrottle {
+					if len(results) > 0 {
+						return fmt.Errorf("clear throttle: %d partitions are still moving; clear it once they are done", len(results))
+					}
+					if err := clearReassignThrottle(ctx, adm, topics); err != nil {
+						return err
+					}
+				}
 				out := cmd.OutOrStdout()
 				if format == formatJSON {
 					return writeJSON(out, results)
@@ -165,6 +285,8 @@ func newTopicReassignmentsCommand(f *topicFlags) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&clearThrottle, "clear-throttle", false, "remove the reassignment throttle once no partition is moving")
+	return cmd
 }
 
 // brokerCell renders broker ids for a table cell, "-" for none.

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/testcluster"
 )
@@ -74,6 +79,51 @@ func TestTopicReassign(t *testing.T) {
 		return len(listed) == 0 && slices.Equal(r, []int32{other}), fmt.Sprintf("listed %+v, replicas %v", listed, r)
 	})
 
+	// A throttled move sets kafka-reassign-partitions.sh's configs; once no
+	// partition moves, --clear-throttle removes them.
+	mustRun(t, "", "topic", "reassign", "cli-move", "--partition", "0", "--replicas", fmt.Sprintf("%d,%d", other, other%3+1),
+		"--throttle", "1048576", "--bootstrap-server", bs)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bs, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	throttleConfigs := func() (string, string) {
+		t.Helper()
+		var list, rate string
+		if rcs, err := adm.DescribeTopicConfigs(context.Background(), "cli-move"); err == nil {
+			if c, err := rcs.On("cli-move", nil); err == nil {
+				for _, kv := range c.Configs {
+					if kv.Key == "leader.replication.throttled.replicas" && kv.Value != nil {
+						list = *kv.Value
+					}
+				}
+			}
+		}
+		if rcs, err := adm.DescribeBrokerConfigs(context.Background()); err == nil && len(rcs) == 1 {
+			for _, kv := range rcs[0].Configs {
+				if kv.Key == "leader.replication.throttled.rate" && kv.Value != nil && kv.Source == kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+					rate = *kv.Value
+				}
+			}
+		}
+		return list, rate
+	}
+	pollCLI(t, "the throttle configs", func() (bool, string) {
+		list, rate := throttleConfigs()
+		return list == fmt.Sprintf("0:%d", other) && rate == "1048576", list + " / " + rate
+	})
+	pollCLI(t, "the throttled move to finish", func() (bool, string) {
+		listed := decodeJSON[[]reassignment](t, mustRun(t, "", "topic", "reassignments", "-o", "json", "--bootstrap-server", bs).stdout)
+		return len(listed) == 0, fmt.Sprint(listed)
+	})
+	mustRun(t, "", "topic", "reassignments", "--clear-throttle", "--bootstrap-server", bs)
+	pollCLI(t, "the throttle configs removed", func() (bool, string) {
+		list, rate := throttleConfigs()
+		return list == "" && rate == "", list + " / " + rate
+	})
+
 	// A move towards a stopped broker stays listed until cancelled.
 	home := createOnOneBroker(t, bs, "cli-stuck")
 	down := home%3 + 1
@@ -94,6 +144,9 @@ func TestTopicReassign(t *testing.T) {
 	out := mustRun(t, "", "topic", "describe", "cli-stuck", "--bootstrap-server", bsUp).stdout
 	if !strings.Contains(out, "ADDING") || !strings.Contains(out, "REMOVING") {
 		t.Fatalf("describe table while moving:\n%s", out)
+	}
+	if f := mustFail(t, "", "topic", "reassignments", "--clear-throttle", "--bootstrap-server", bsUp); !strings.Contains(f.err.Error(), "still moving") {
+		t.Fatalf("--clear-throttle during a move: %v", f.err)
 	}
 	rows = tableRows(mustRun(t, "", "topic", "reassign", "cli-stuck", "--partition", "0", "--cancel", "--bootstrap-server", bsUp).stdout)
 	if len(rows) != 2 || rows[1][len(rows[1])-1] != "cancelled" {
