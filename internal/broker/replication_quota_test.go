@@ -73,6 +73,12 @@ func TestLeaderThrottlesCatchingUpFollowers(t *testing.T) {
 			}
 		}
 	}
+	// Follower 2 (in the ISR) has everything, so the high watermark is the
+	// log end and follower 3, fetching from 0, stays behind it: it must not
+	// join the ISR during the test.
+	for _, topic := range []string{"slow", "free"} {
+		e.followerFetch(2, 12, topic, 3, 0)
+	}
 	records := func(id int32, epoch int64, topic string) int {
 		t.Helper()
 		r := e.followerFetch(id, epoch, topic, 0, 0)
