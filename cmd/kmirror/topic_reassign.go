@@ -167,25 +167,30 @@ func setReassignThrottle(ctx context.Context, adm *kadm.Client, topic string, pa
 			pairs = append(pairs, fmt.Sprintf("%d:%d", p, r))
 		}
 	}
-	list := strings.Join(pairs, ",")
-	var ops []kadm.AlterConfig
-	for _, k := range throttleTopicConfigs {
-		ops = append(ops, kadm.AlterConfig{Op: kadm.AppendConfig, Name: k, Value: kadm.StringPtr(list)})
-	}
-	resps, err := adm.AlterTopicConfigs(ctx, ops, topic)
+	resps, err := adm.AlterTopicConfigs(ctx, configOps(throttleTopicConfigs, kadm.AppendConfig, kadm.StringPtr(strings.Join(pairs, ","))), topic)
 	if err == nil && len(resps) > 0 {
 		err = brokerError(resps[0].Err, resps[0].ErrMessage)
 	}
 	if err != nil {
 		return fmt.Errorf("throttle: topic %s: %w", topic, err)
 	}
-	ops = nil
-	for _, k := range throttleBrokerConfigs {
-		ops = append(ops, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(strconv.FormatInt(rate, 10))})
+	return alterBrokerDefaults(ctx, adm, configOps(throttleBrokerConfigs, kadm.SetConfig, kadm.StringPtr(strconv.FormatInt(rate, 10))))
+}
+
+// configOps is one incremental op on each config named.
+func configOps(names []string, op kadm.IncrementalOp, value *string) []kadm.AlterConfig {
+	ops := make([]kadm.AlterConfig, len(names))
+	for i, n := range names {
+		ops[i] = kadm.AlterConfig{Op: op, Name: n, Value: value}
 	}
-	bresps, err := adm.AlterBrokerConfigs(ctx, ops)
-	if err == nil && len(bresps) > 0 {
-		err = brokerError(bresps[0].Err, bresps[0].ErrMessage)
+	return ops
+}
+
+// alterBrokerDefaults applies ops to the cluster-wide broker configs.
+func alterBrokerDefaults(ctx context.Context, adm *kadm.Client, ops []kadm.AlterConfig) error {
+	resps, err := adm.AlterBrokerConfigs(ctx, ops)
+	if err == nil && len(resps) > 0 {
+		err = brokerError(resps[0].Err, resps[0].ErrMessage)
 	}
 	if err != nil {
 		return fmt.Errorf("throttle: broker configs: %w", err)
@@ -199,11 +204,7 @@ func clearReassignThrottle(ctx context.Context, adm *kadm.Client, topics []strin
 	if len(topics) == 0 {
 		return nil
 	}
-	var ops []kadm.AlterConfig
-	for _, k := range throttleTopicConfigs {
-		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-	}
-	resps, err := adm.AlterTopicConfigs(ctx, ops, topics...)
+	resps, err := adm.AlterTopicConfigs(ctx, configOps(throttleTopicConfigs, kadm.DeleteConfig, nil), topics...)
 	if err != nil {
 		return fmt.Errorf("clear throttle: %w", err)
 	}
@@ -212,18 +213,7 @@ func clearReassignThrottle(ctx context.Context, adm *kadm.Client, topics []strin
 			return fmt.Errorf("clear throttle of topic %s: %w", r.Name, brokerError(r.Err, r.ErrMessage))
 		}
 	}
-	ops = nil
-	for _, k := range throttleBrokerConfigs {
-		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-	}
-	bresps, err := adm.AlterBrokerConfigs(ctx, ops)
-	if err == nil && len(bresps) > 0 {
-		err = brokerError(bresps[0].Err, bresps[0].ErrMessage)
-	}
-	if err != nil {
-		return fmt.Errorf("clear throttle: broker configs: %w", err)
-	}
-	return nil
+	return alterBrokerDefaults(ctx, adm, configOps(throttleBrokerConfigs, kadm.DeleteConfig, nil))
 }
 
 func newTopicReassignmentsCommand(f *topicFlags) *cobra.Command {
