@@ -184,6 +184,29 @@ func TestPartitionReassignment(t *testing.T) {
 	c.Node(down).Start()
 }
 
+// produceIncompressible writes n records of 1 KiB of random bytes to
+// partition 0 of topic, uncompressed in batches of 16 KiB (so that they
+// take several replica fetches), and returns the values.
+func produceIncompressible(ctx context.Context, t *testing.T, c *Cluster, topic string, n int) [][]byte {
+	t.Helper()
+	p := c.Client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(16<<10),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	rng := rand.New(rand.NewPCG(uint64(n), uint64(len(topic))))
+	var sent [][]byte
+	for range n {
+		value := make([]byte, 1024)
+		for i := range value {
+			value[i] = byte(rng.Uint32())
+		}
+		sent = append(sent, value)
+		p.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return sent
+}
+
 // TestThrottledReassignment moves a partition holding more than one fetch
 // of data with kafka-reassign-partitions.sh's throttle set (the topic's
 // leader.replication.throttled.replicas and a cluster-wide
@@ -200,20 +223,8 @@ func TestThrottledReassignment(t *testing.T) {
 	replicas, _, _ := replicasOf(ctx, t, adm, "throttled", 0)
 	owner := replicas[0]
 	added := owner%3 + 1
-	p := c.Client(t, kgo.DefaultProduceTopic("throttled"), kgo.ProducerBatchMaxBytes(16<<10),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	const n = 400 // 400 KiB: several fetches of 64 KiB
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range n {
-		value := make([]byte, 1024)
-		for i := range value {
-			value[i] = byte(rng.Uint32())
-		}
-		p.Produce(ctx, &kgo.Record{Value: value}, nil)
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	produceIncompressible(ctx, t, c, "throttled", n)
 	alter := func(rate *string) {
 		t.Helper()
 		resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "leader.replication.throttled.rate", Value: rate}})
@@ -309,22 +320,8 @@ func TestReassignmentSurvivesLeaderLoss(t *testing.T) {
 		follower = replicas[1]
 	}
 	added := int32(6) - leader - follower // the third of nodes 1, 2, 3
-	p := c.Client(t, kgo.DefaultProduceTopic("survive"), kgo.ProducerBatchMaxBytes(16<<10),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	const n = 400
-	rng := rand.New(rand.NewPCG(3, 4))
-	var sent [][]byte
-	for range n {
-		value := make([]byte, 1024)
-		for i := range value {
-			value[i] = byte(rng.Uint32())
-		}
-		sent = append(sent, value)
-		p.Produce(ctx, &kgo.Record{Value: value}, nil)
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sent := produceIncompressible(ctx, t, c, "survive", n)
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas",
 		Value: kadm.StringPtr(fmt.Sprintf("0:%d", leader))}}, "survive"); err != nil {
 		t.Fatal(err)
