@@ -330,18 +330,8 @@ func newGroupDeleteCommand(f *groupFlags) *cobra.Command {
 						results = append(results, deleted{name, "deleted"})
 					}
 				}
-				out := cmd.OutOrStdout()
-				var perr error
-				if format == formatJSON {
-					perr = writeJSON(out, results)
-				} else if len(results) > 0 {
-					rows := make([][]string, len(results))
-					for i, r := range results {
-						rows[i] = []string{tableCell(r.Group), r.Status}
-					}
-					perr = writeTable(out, []string{"GROUP", "STATUS"}, rows)
-				}
-				return errors.Join(append([]error{perr}, errs...)...)
+				return writeResults(cmd.OutOrStdout(), format, results, []string{"GROUP", "STATUS"},
+					func(r deleted) []string { return []string{tableCell(r.Group), r.Status} }, errs)
 			})
 		},
 	}

@@ -147,6 +147,24 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 	return tw.Flush()
 }
 
+// writeResults prints what a command did to several items: results as
+// JSON, or as a table (header, one row per result) when there are any, and
+// returns the print error joined with errs, the items that failed. The
+// items that succeeded are printed even when others failed.
+func writeResults[T any](w io.Writer, format outputFormat, results []T, header []string, row func(T) []string, errs []error) error {
+	var perr error
+	if format == formatJSON {
+		perr = writeJSON(w, results)
+	} else if len(results) > 0 {
+		rows := make([][]string, len(results))
+		for i, r := range results {
+			rows[i] = row(r)
+		}
+		perr = writeTable(w, header, rows)
+	}
+	return errors.Join(append([]error{perr}, errs...)...)
+}
+
 // writeJSON prints v as indented JSON followed by a newline.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

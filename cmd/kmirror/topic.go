@@ -471,18 +471,8 @@ func newTopicDeleteCommand(f *topicFlags) *cobra.Command {
 						errs = append(errs, fmt.Errorf("delete topic %s: %w", name, brokerError(r.Err, r.ErrMessage)))
 					}
 				}
-				out := cmd.OutOrStdout()
-				var perr error
-				if format == formatJSON {
-					perr = writeJSON(out, results)
-				} else if len(results) > 0 {
-					rows := make([][]string, len(results))
-					for i, r := range results {
-						rows[i] = []string{r.Name, r.Status}
-					}
-					perr = writeTable(out, []string{"TOPIC", "STATUS"}, rows)
-				}
-				return errors.Join(append([]error{perr}, errs...)...)
+				return writeResults(cmd.OutOrStdout(), format, results, []string{"TOPIC", "STATUS"},
+					func(r deleted) []string { return []string{r.Name, r.Status} }, errs)
 			})
 		},
 	}

@@ -111,18 +111,10 @@ func newTopicReassignCommand(f *topicFlags) *cobra.Command {
 						results = append(results, reassignment{Topic: name, Partition: p, Replicas: target, Status: status})
 					}
 				}
-				out := cmd.OutOrStdout()
-				var perr error
-				if format == formatJSON {
-					perr = writeJSON(out, results)
-				} else if len(results) > 0 {
-					rows := make([][]string, len(results))
-					for i, r := range results {
-						rows[i] = []string{r.Topic, strconv.Itoa(int(r.Partition)), brokerCell(r.Replicas), r.Status}
-					}
-					perr = writeTable(out, []string{"TOPIC", "PARTITION", "TARGET", "STATUS"}, rows)
-				}
-				return errors.Join(append([]error{perr}, errs...)...)
+				return writeResults(cmd.OutOrStdout(), format, results, []string{"TOPIC", "PARTITION", "TARGET", "STATUS"},
+					func(r reassignment) []string {
+						return []string{r.Topic, strconv.Itoa(int(r.Partition)), brokerCell(r.Replicas), r.Status}
+					}, errs)
 			})
 		},
 	}
