@@ -207,6 +207,21 @@ func produceIncompressible(ctx context.Context, t *testing.T, c *Cluster, topic 
 	return sent
 }
 
+// segmentBytes is the size of the segment files of a partition's log on
+// node n (0 when it has none).
+func segmentBytes(n *Node, dir string) int64 {
+	var total int64
+	entries, _ := os.ReadDir(filepath.Join(n.Dir, "data", dir))
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) == ".log" {
+			if fi, err := e.Info(); err == nil {
+				total += fi.Size()
+			}
+		}
+	}
+	return total
+}
+
 // TestThrottledReassignment moves a partition holding more than one fetch
 // of data with kafka-reassign-partitions.sh's throttle set (the topic's
 // leader.replication.throttled.replicas and a cluster-wide
@@ -254,19 +269,7 @@ func TestThrottledReassignment(t *testing.T) {
 		t.Fatalf("reassign: %v %v", err, resp.Error())
 	}
 	// The new replica gets its first fetch's worth, then nothing.
-	addedLog := filepath.Join(c.Node(added).Dir, "data", "throttled-0")
-	logSize := func() int64 {
-		var total int64
-		entries, _ := os.ReadDir(addedLog)
-		for _, e := range entries {
-			if filepath.Ext(e.Name()) == ".log" {
-				if fi, err := e.Info(); err == nil {
-					total += fi.Size()
-				}
-			}
-		}
-		return total
-	}
+	logSize := func() int64 { return segmentBytes(c.Node(added), "throttled-0") }
 	pollFor(ctx, t, "the new replica's first fetch", func() (bool, string) {
 		s := logSize()
 		return s > 0, fmt.Sprint(s)
@@ -334,9 +337,18 @@ func TestReassignmentSurvivesLeaderLoss(t *testing.T) {
 	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
 		t.Fatalf("reassign: %v %v", err, resp.Error())
 	}
+	// The new replica has its first fetch and is held back there: the
+	// leader is killed in the middle of the move.
+	pollFor(ctx, t, "the new replica's first fetch", func() (bool, string) {
+		s := segmentBytes(c.Node(added), "survive-0")
+		return s > 0, fmt.Sprint(s)
+	})
 	list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"survive": {0: {}}})
 	if err != nil || len(list.Sorted()) != 1 {
 		t.Fatalf("the throttled move is not in progress: %+v %v", list.Sorted(), err)
+	}
+	if s := segmentBytes(c.Node(added), "survive-0"); s >= n*1024 {
+		t.Fatalf("the new replica copied %d bytes before the leader was killed", s)
 	}
 
 	c.Node(leader).Kill()
