@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -152,6 +153,9 @@ func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, d
 	urgent := false
 	refused := 0
 	now := b.now()
+	// Without a leader throttle rate (the default) no partition is
+	// throttled, and follower fetches skip the per-partition check.
+	throttleRate := b.rm.Config().LeaderReplicationThrottledRate
 	for i, rp := range parts {
 		r := &reads[i]
 		r.req = rp
@@ -194,10 +198,10 @@ func (b *Broker) readFetch(img *metadata.Image, parts []fetchRequestPartition, d
 			urgent = true
 			continue
 		}
-		if replicaID >= 0 && r.out.res != nil && r.out.res.Size > 0 && p.leaderThrottle(replicaID) {
+		if replicaID >= 0 && r.out.res != nil && r.out.res.Size > 0 && throttleRate != math.MaxInt64 && p.leaderThrottle(replicaID) {
 			// A catching-up follower of a throttled partition
 			// (replication_quota.go): nothing while over the rate.
-			if b.rm.leaderQuota.exceeded(b.rm.Config().LeaderReplicationThrottledRate, now) {
+			if b.rm.leaderQuota.exceeded(throttleRate, now) {
 				r.out.res.Release()
 				r.out.res = nil
 				continue

@@ -12,8 +12,9 @@ import (
 // kafka-reassign-partitions.sh --throttle sets up for a reassignment: a
 // partition listed in its topic's leader.replication.throttled.replicas
 // for this broker ("partition:broker" pairs, or "*") is throttled towards
-// followers that are not in its ISR. The bytes sent to such followers for
-// such partitions are measured; while their rate is above
+// followers that are not in its ISR. While a rate is set, the bytes sent
+// to such followers for such partitions are measured; while their rate is
+// above
 // leader.replication.throttled.rate, fetches of such followers get no
 // records for those partitions (their high watermark and log start still),
 // so the catching-up replicas copy the data at about that rate while the
