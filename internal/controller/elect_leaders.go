@@ -167,6 +167,15 @@ func applyChange(st metadata.PartitionState, rec *metadata.PartitionChangeRecord
 	if rec.ISR != nil {
 		st.ISR = slices.Clone(rec.ISR)
 	}
+	if rec.Replicas != nil {
+		st.Replicas = slices.Clone(rec.Replicas)
+	}
+	if rec.AddingReplicas != nil {
+		st.AddingReplicas = slices.Clone(rec.AddingReplicas)
+	}
+	if rec.RemovingReplicas != nil {
+		st.RemovingReplicas = slices.Clone(rec.RemovingReplicas)
+	}
 	if rec.Leader != nil {
 		st.Leader = *rec.Leader
 		st.LeaderEpoch++

@@ -152,8 +152,14 @@ func decideReassignment(img *metadata.Image, topic *metadata.TopicImage, rp kmsg
 			topic.Name, rp.Partition, st.ISR, next.Replicas)
 	}
 	if done := completeReassignment(img, topic.ID, rp.Partition, next); done != nil {
-		// The target is already in sync (a shrink, a reorder): done at once.
-		return mergeChanges(reassignmentChange(topic.ID, rp.Partition, st, next), done), nil
+		// The target is already in sync (a shrink, a reorder): done at
+		// once, one record from the current state to the completed one.
+		final := applyChange(next, done)
+		rec := reassignmentChange(topic.ID, rp.Partition, st, final)
+		if final.Leader != st.Leader {
+			rec.Leader = &final.Leader
+		}
+		return rec, nil
 	}
 	if slices.Equal(next.Replicas, st.Replicas) && slices.Equal(next.AddingReplicas, st.AddingReplicas) &&
 		slices.Equal(next.RemovingReplicas, st.RemovingReplicas) && slices.Equal(next.ISR, st.ISR) {
@@ -200,26 +206,6 @@ func reassignmentChange(topicID metadata.Uuid, partition int32, st, next metadat
 		rec.ISR = list(next.ISR)
 	}
 	return rec
-}
-
-// mergeChanges lays b's set fields over a's.
-func mergeChanges(a, b *metadata.PartitionChangeRecord) *metadata.PartitionChangeRecord {
-	if b.Replicas != nil {
-		a.Replicas = b.Replicas
-	}
-	if b.AddingReplicas != nil {
-		a.AddingReplicas = b.AddingReplicas
-	}
-	if b.RemovingReplicas != nil {
-		a.RemovingReplicas = b.RemovingReplicas
-	}
-	if b.ISR != nil {
-		a.ISR = b.ISR
-	}
-	if b.Leader != nil {
-		a.Leader = b.Leader
-	}
-	return a
 }
 
 // completeReassignment returns the change that completes a partition's
