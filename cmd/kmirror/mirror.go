@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kmirror/kmirror/internal/config"
+	"github.com/kmirror/kmirror/internal/wire"
 	"github.com/kmirror/kmirror/pkg/mirroradmin"
 )
 
@@ -442,13 +443,8 @@ func printMirror(w io.Writer, format outputFormat, m mirroradmin.Mirror) error {
 // membership names a topic's standing from its mirror.name when no
 // partition detail is known.
 func membership(t mirroradmin.MirrorTopic) string {
-	switch {
-	case strings.HasSuffix(t.MirrorNameConfig, ".paused"):
-		return "PAUSED"
-	case strings.HasSuffix(t.MirrorNameConfig, ".removed"):
-		return "REMOVED"
-	}
-	return "MIRRORING"
+	_, m := wire.ParseMirrorName(t.MirrorNameConfig)
+	return m.String()
 }
 
 // offset prints an offset or lag, "-" when unknown (-1).

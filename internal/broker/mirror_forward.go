@@ -185,7 +185,10 @@ func listMirrors(img *metadata.Image, version int16) *wire.ListMirrorsResponse {
 	resp := &wire.ListMirrorsResponse{Version: version}
 	for _, name := range img.Mirrors() {
 		bootstrap, _ := img.Config(metadata.ConfigResource{Type: metadata.ResourceMirror, Name: name}, "bootstrap.servers")
-		n := len(img.MirrorTopics(name)) + len(img.MirrorTopics(name+wire.PausedSuffix)) + len(img.MirrorTopics(name+wire.RemovedSuffix))
+		n := 0
+		for _, m := range []wire.MirrorMembership{wire.MembershipMirroring, wire.MembershipPaused, wire.MembershipRemoved, wire.MembershipStopped} {
+			n += len(img.MirrorTopics(wire.MirrorNameValue(name, m)))
+		}
 		resp.Mirrors = append(resp.Mirrors, wire.ListMirrorsResponseMirror{Name: name, SourceBootstrapServers: bootstrap, TopicCount: int32(n)})
 	}
 	return resp

@@ -3,18 +3,19 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/internal/storage"
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // The hooks of this file let the mirror data plane (package mirror) run a
 // mirrored partition on its leader. A partition is mirrored while its
 // topic's mirror.name config is set: "<m>" (mirroring), "<m>.paused" or
-// "<m>.removed" (failing over, or failed over).
+// "<m>.removed" (failing over, or failed over), "<m>.stopped" (failed
+// over, recorded as complete: an ordinary topic again).
 
 // keepsSourceEpochsLocked reports whether the partition's epoch cache must
 // hold only the source cluster's leader epochs: a mirrored partition stores
@@ -25,7 +26,10 @@ import (
 // appending its barrier batch in it; appends record their epochs in the
 // cache as usual, so skipping the proactive assignment at a leader change
 // loses nothing once the partition is writable. Caller holds mu.
-func (p *Partition) keepsSourceEpochsLocked() bool { return p.settings.mirrorRaw != "" }
+func (p *Partition) keepsSourceEpochsLocked() bool {
+	_, m := wire.ParseMirrorName(p.settings.mirrorRaw)
+	return m.ReadOnly()
+}
 
 // mirrorDefaultReadOnly is how client produces to a mirrored partition are
 // answered until the mirror manager has read the partition's state: a
@@ -36,13 +40,13 @@ func (p *Partition) keepsSourceEpochsLocked() bool { return p.settings.mirrorRaw
 // once the failover completes. The mirror manager replaces the reason (or
 // clears it) with SetReadOnly.
 func mirrorDefaultReadOnly(topic, raw string) error {
-	if raw == "" {
+	m, membership := wire.ParseMirrorName(raw)
+	switch membership {
+	case wire.NotMirrored, wire.MembershipStopped:
 		return nil
-	}
-	if m, ok := strings.CutSuffix(raw, ".removed"); ok {
+	case wire.MembershipRemoved:
 		return fmt.Errorf("topic %q is failing over from mirror %q and becomes writable when the failover completes: %w", topic, m, kerr.NotLeaderForPartition)
 	}
-	m := strings.TrimSuffix(raw, ".paused")
 	return fmt.Errorf("topic %q is mirrored by mirror %q (mirror.name=%s) and is read-only until it is removed from the mirror: %w", topic, m, raw, kerr.InvalidTopicException)
 }
 

@@ -8,7 +8,8 @@ import (
 
 // MirrorNameConfig is the topic config that makes a topic part of a mirror.
 // Its value is the mirror's name, "<mirror>.paused" while paused, or
-// "<mirror>.removed" after failover.
+// "<mirror>.removed" while failing over and "<mirror>.stopped" once failed
+// over.
 const MirrorNameConfig = "mirror.name"
 
 // topicDefinitions is the table of topic configs. A topic config's Default
@@ -91,7 +92,7 @@ func topicDefinitions() []Definition {
 		t(Definition{Name: "follower.replication.throttled.replicas", Type: TypeList, Default: str(""), Validator: throttledReplicasValidator, Importance: Medium,
 			Doc: "Replicas whose replication is throttled on the follower side, as partition:broker pairs (0:101,1:102) or * for all."}),
 		t(Definition{Name: MirrorNameConfig, Type: TypeString, Importance: Medium, Internal: true, Kmirror: true,
-			Doc: "kmirror: the mirror this topic belongs to. Set only by the mirror APIs: AddTopicsToMirror sets the mirror's name (the topic is then read-only and copied from the source), PauseMirrorTopics appends '.paused', RemoveTopicsFromMirror appends '.removed' (failover; the topic becomes writable). Clients cannot set it with CreateTopics or AlterConfigs."}),
+			Doc: "kmirror: the mirror this topic belongs to. Set only by the mirror APIs: AddTopicsToMirror sets the mirror's name (the topic is then read-only and copied from the source), PauseMirrorTopics appends '.paused', RemoveTopicsFromMirror appends '.removed' (failover: each partition becomes writable when it reaches STOPPED), which becomes '.stopped' once every partition is STOPPED (the failover is complete). Clients cannot set it with CreateTopics or AlterConfigs."}),
 	}
 }
 

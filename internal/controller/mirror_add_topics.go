@@ -49,7 +49,7 @@ type addTopicsInput struct {
 //     is set;
 //   - a topic in a mirror (this one or another), MIRRORING or PAUSED, is
 //     refused (INVALID_REQUEST naming the mirror); a REMOVED one may join
-//     once every partition is STOPPED (failback);
+//     once every partition is STOPPED, a STOPPED one at once (failback);
 //   - a topic the source lacks is UNKNOWN_TOPIC_OR_PARTITION; internal
 //     topics and invalid names are refused.
 //
@@ -152,7 +152,8 @@ func (d *addTopicsDecision) topic(name string) ([]metadata.Record, [16]byte, err
 func (d *addTopicsDecision) checkMembership(dest *metadata.TopicImage) error {
 	in, cur := topicMembership(d.v.img, dest.Name)
 	switch cur {
-	case notMirrored:
+	case notMirrored, stopped:
+		// A stopped topic's failover is complete (failback).
 		return nil
 	case mirroring, paused:
 		if in == d.mirror {

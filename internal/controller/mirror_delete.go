@@ -16,9 +16,9 @@ import (
 
 // decideDeleteMirror validates a DeleteMirror request and returns the
 // records that delete the mirror: the removal of every property of its
-// MIRROR resource and of the mirror.name of its REMOVED topics, in one
-// entry. It is refused (INVALID_REQUEST, naming them) while topics are
-// MIRRORING or PAUSED in the mirror, or while a partition of a REMOVED
+// MIRROR resource and of the mirror.name of its REMOVED and STOPPED topics,
+// in one entry. It is refused (INVALID_REQUEST, naming them) while topics
+// are MIRRORING or PAUSED in the mirror, or while a partition of a REMOVED
 // topic is not STOPPED; states holds the persisted states of those
 // partitions (statesErr when they could not be read). An unknown mirror is
 // RESOURCE_NOT_FOUND.
@@ -36,7 +36,7 @@ func decideDeleteMirror(img *metadata.Image, name string, states map[stateKey]wi
 	members := mirrorMembers(img, name)
 	var active []string
 	for _, t := range slices.Sorted(maps.Keys(members)) {
-		if m := members[t]; m != removed {
+		if m := members[t]; m != removed && m != stopped {
 			active = append(active, fmt.Sprintf("%q (%s)", t, m))
 		}
 	}
@@ -47,6 +47,11 @@ func decideDeleteMirror(img *metadata.Image, name string, states map[stateKey]wi
 	var notStopped []string
 	for _, t := range slices.Sorted(maps.Keys(members)) {
 		ti, _ := img.Topic(t)
+		if members[t] == stopped {
+			// Recorded as complete: no state to check.
+			recs = append(recs, metadata.RemoveConfig(metadata.ConfigResource{Type: metadata.ResourceTopic, Name: t}, config.MirrorNameConfig))
+			continue
+		}
 		for _, k := range partitionKeys(name, ti) {
 			if statesErr != nil {
 				return nil, statesErr

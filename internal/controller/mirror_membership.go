@@ -10,69 +10,30 @@ import (
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
-// membership is where a topic stands towards its mirror, as its mirror.name
-// config says. The controller moves topics between these; the mirror data
-// plane on each partition leader turns them into partition states
-// (mirroring → PREPARING/MIRRORING, paused → PAUSING/PAUSED, removed →
-// STOPPING/STOPPED).
-type membership int8
+// membership is where a topic stands towards its mirror
+// (wire.MirrorMembership). The controller moves topics between these; the
+// mirror data plane on each partition leader turns them into partition
+// states (mirroring → PREPARING/MIRRORING, paused → PAUSING/PAUSED, removed
+// → STOPPING/STOPPED) and reports a removed topic whose partitions are all
+// STOPPED, which the controller then records as stopped.
+type membership = wire.MirrorMembership
 
+// The memberships under the names the controller's decisions use.
 const (
-	// notMirrored: no mirror.name.
-	notMirrored membership = iota
-	// mirroring: mirror.name = "<m>".
-	mirroring
-	// paused: mirror.name = "<m>.paused".
-	paused
-	// removed: mirror.name = "<m>.removed", failover requested or done.
-	removed
+	notMirrored = wire.NotMirrored
+	mirroring   = wire.MembershipMirroring
+	paused      = wire.MembershipPaused
+	removed     = wire.MembershipRemoved
+	stopped     = wire.MembershipStopped
 )
 
-// String names a membership as the error messages of the mirror APIs do.
-func (m membership) String() string {
-	switch m {
-	case mirroring:
-		return "MIRRORING"
-	case paused:
-		return "PAUSED"
-	case removed:
-		return "REMOVED"
-	}
-	return "NOT MIRRORED"
-}
-
-// parseMirrorName splits a mirror.name value into the mirror and the
-// membership. Mirror names cannot end in the suffixes, so the split is
-// unambiguous.
-func parseMirrorName(v string) (string, membership) {
-	switch {
-	case v == "":
-		return "", notMirrored
-	case strings.HasSuffix(v, wire.PausedSuffix):
-		return strings.TrimSuffix(v, wire.PausedSuffix), paused
-	case strings.HasSuffix(v, wire.RemovedSuffix):
-		return strings.TrimSuffix(v, wire.RemovedSuffix), removed
-	}
-	return v, mirroring
-}
-
-// mirrorNameValue is the mirror.name value of a membership of mirror.
-func mirrorNameValue(mirror string, m membership) string {
-	switch m {
-	case paused:
-		return mirror + wire.PausedSuffix
-	case removed:
-		return mirror + wire.RemovedSuffix
-	case mirroring:
-		return mirror
-	}
-	return ""
-}
+// allMemberships are the memberships of a topic that has a mirror.
+var allMemberships = []membership{mirroring, paused, removed, stopped}
 
 // topicMembership returns a topic's mirror and membership from the image.
 func topicMembership(img *metadata.Image, topic string) (string, membership) {
 	v, _ := img.Config(metadata.ConfigResource{Type: metadata.ResourceTopic, Name: topic}, config.MirrorNameConfig)
-	return parseMirrorName(v)
+	return wire.ParseMirrorName(v)
 }
 
 // mirrorExists reports whether the image has a mirror of that name (a MIRROR
@@ -85,8 +46,8 @@ func mirrorExists(img *metadata.Image, name string) bool {
 // membership, with their membership.
 func mirrorMembers(img *metadata.Image, mirror string) map[string]membership {
 	out := map[string]membership{}
-	for _, m := range []membership{mirroring, paused, removed} {
-		for _, t := range img.MirrorTopics(mirrorNameValue(mirror, m)) {
+	for _, m := range allMemberships {
+		for _, t := range img.MirrorTopics(wire.MirrorNameValue(mirror, m)) {
 			out[t] = m
 		}
 	}

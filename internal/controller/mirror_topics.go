@@ -117,7 +117,7 @@ func decideMirrorTopic(img *metadata.Image, op mirrorTopicsOp, mirror, topic str
 		return nil, id, errf(kerr.InvalidRequest, "%s", op.refusal(topic, cur))
 	}
 	res := metadata.ConfigResource{Type: metadata.ResourceTopic, Name: topic}
-	return metadata.SetConfig(res, config.MirrorNameConfig, mirrorNameValue(mirror, next)), id, nil
+	return metadata.SetConfig(res, config.MirrorNameConfig, wire.MirrorNameValue(mirror, next)), id, nil
 }
 
 // changeMirrorTopics is the driver of Pause, Resume and RemoveTopicsFrom

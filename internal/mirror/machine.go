@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/kmirror/kmirror/internal/wire"
 )
@@ -67,18 +66,21 @@ func (d Desired) String() string {
 }
 
 // ParseMirrorName splits a topic's raw mirror.name into the mirror and what
-// it asks: "m" → (m, mirroring), "m.paused" → (m, paused), "m.removed" →
-// (m, stopped), "" → ("", none).
+// it asks of the partitions: "m" → (m, mirroring), "m.paused" → (m,
+// paused), "m.removed" → (m, stopped), "" → ("", none). "m.stopped" is
+// (m, none): the failover is complete and recorded, the partitions are
+// ordinary ones that no driver runs.
 func ParseMirrorName(raw string) (mirror string, d Desired) {
-	switch {
-	case raw == "":
-		return "", DesiredNone
-	case strings.HasSuffix(raw, wire.PausedSuffix):
-		return strings.TrimSuffix(raw, wire.PausedSuffix), DesiredPaused
-	case strings.HasSuffix(raw, wire.RemovedSuffix):
-		return strings.TrimSuffix(raw, wire.RemovedSuffix), DesiredStopped
+	mirror, m := wire.ParseMirrorName(raw)
+	switch m {
+	case wire.MembershipMirroring:
+		return mirror, DesiredMirroring
+	case wire.MembershipPaused:
+		return mirror, DesiredPaused
+	case wire.MembershipRemoved:
+		return mirror, DesiredStopped
 	}
-	return raw, DesiredMirroring
+	return mirror, DesiredNone
 }
 
 // Status is the persisted part of a partition's machine (a

@@ -333,9 +333,35 @@ func TestValidateMirrorName(t *testing.T) {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", ".", "..", "a b", "east.paused", "east.removed", "ü", strings.Repeat("m", 250)} {
+	for _, bad := range []string{"", ".", "..", "a b", "east.paused", "east.removed", "east.stopped", "ü", strings.Repeat("m", 250)} {
 		if err := ValidateMirrorName(bad); !errors.Is(err, kerr.InvalidRequest) {
 			t.Errorf("%q accepted (%v)", bad, err)
+		}
+	}
+}
+
+func TestParseMirrorName(t *testing.T) {
+	for _, tc := range []struct {
+		raw      string
+		mirror   string
+		m        MirrorMembership
+		readOnly bool
+	}{
+		{"", "", NotMirrored, false},
+		{"east", "east", MembershipMirroring, true},
+		{"east.paused", "east", MembershipPaused, true},
+		{"east.removed", "east", MembershipRemoved, true},
+		{"east.stopped", "east", MembershipStopped, false},
+		{"dc1.east.removed", "dc1.east", MembershipRemoved, true},
+	} {
+		mirror, m := ParseMirrorName(tc.raw)
+		if mirror != tc.mirror || m != tc.m || m.ReadOnly() != tc.readOnly {
+			t.Errorf("ParseMirrorName(%q) = %q, %v (read-only %v), want %q, %v (%v)", tc.raw, mirror, m, m.ReadOnly(), tc.mirror, tc.m, tc.readOnly)
+		}
+		if tc.m != NotMirrored {
+			if back := MirrorNameValue(mirror, m); back != tc.raw {
+				t.Errorf("MirrorNameValue(%q, %v) = %q, want %q", mirror, m, back, tc.raw)
+			}
 		}
 	}
 }

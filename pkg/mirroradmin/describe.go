@@ -49,8 +49,8 @@ type MirrorTopic struct {
 	Name string `json:"name"`
 	// ID is the topic's id.
 	ID TopicID `json:"topic_id"`
-	// MirrorNameConfig is the topic's raw mirror.name: "m", "m.paused" or
-	// "m.removed".
+	// MirrorNameConfig is the topic's raw mirror.name: "m", "m.paused",
+	// "m.removed" (failing over) or "m.stopped" (failed over).
 	MirrorNameConfig string `json:"mirror_name_config"`
 	// Partitions is the per-partition status.
 	Partitions []PartitionStatus `json:"partitions"`
