@@ -47,8 +47,14 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// BuildBinary builds ./cmd/kmirror of the module under test and returns the
-// executable's path.
+// TestHooksTag is the build tag of the test hooks that crash tests drive
+// (the mirror's pause points): BuildBinary sets it, release builds do not.
+const TestHooksTag = "kmirror_testhooks"
+
+// BuildBinary builds ./cmd/kmirror of the module under test, with the test
+// hooks (TestHooksTag) and, when this test binary runs with the race
+// detector, with the race detector too, so that what crash tests run is
+// race-checked; it returns the executable's path.
 func BuildBinary(t testing.TB) string {
 	t.Helper()
 	shared.mu.Lock()
@@ -71,7 +77,11 @@ func BuildBinary(t testing.TB) string {
 		t.Fatalf("testcluster: %v", err)
 	}
 	bin := filepath.Join(dir, "kmirror")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kmirror")
+	args := []string{"build", "-tags", TestHooksTag, "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/kmirror")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testcluster: go build ./cmd/kmirror: %v\n%s", err, out)
@@ -169,12 +179,18 @@ func LaunchProcess(t testing.TB, bin, addr string, args ...string) *Process {
 	}()
 	t.Cleanup(func() {
 		p.Kill()
+		if strings.Contains(p.Output(), raceReport) {
+			t.Errorf("testcluster: the race detector reported a data race in %s", filepath.Base(bin))
+		}
 		if t.Failed() {
 			t.Logf("output of %s %s:\n%s", filepath.Base(bin), strings.Join(args, " "), p.Output())
 		}
 	})
 	return p
 }
+
+// raceReport starts every report of the race detector in a child's output.
+const raceReport = "WARNING: DATA RACE"
 
 // WaitReady waits up to timeout until the process answers ApiVersions on
 // its address; it returns an error if the process exits first or timeout
