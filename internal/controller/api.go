@@ -216,37 +216,8 @@ func hasNotController(resp kmsg.Response) bool {
 	return mirrorHasNotController(resp) || securityHasNotController(resp)
 }
 
-// internalTopicTag is a tagged field kmirror adds to a CreateTopics request
-// (v5+, flexible) that a broker sends for an internal topic (Channel's
-// CreateInternalTopic). The controller honours it only on a controller
-// listener, which only the cluster's nodes use, and Channel.Send strips it
-// from every request it forwards, so a client cannot get it through a
-// broker. The number is far above Kafka's own tags.
-const internalTopicTag uint32 = 0x4b4d
-
 // hasInternalTag reports whether req carries the internal-topic tag.
 func hasInternalTag(req *kmsg.CreateTopicsRequest) bool {
-	found := false
-	req.UnknownTags.Each(func(k uint32, _ []byte) {
-		if k == internalTopicTag {
-			found = true
-		}
-	})
-	return found
-}
-
-// stripInternalTag removes the internal-topic tag from a CreateTopics
-// request, keeping any other unknown tags.
-func stripInternalTag(req kmsg.Request) {
-	ct, ok := req.(*kmsg.CreateTopicsRequest)
-	if !ok || !hasInternalTag(ct) {
-		return
-	}
-	var kept kmsg.Tags
-	ct.UnknownTags.Each(func(k uint32, v []byte) {
-		if k != internalTopicTag {
-			kept.Set(k, v)
-		}
-	})
-	ct.UnknownTags = kept
+	_, ok := tagValue(req, internalTopicTag)
+	return ok
 }

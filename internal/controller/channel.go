@@ -142,15 +142,10 @@ func (c *Channel) Close() error {
 // Send sends req, at the version it carries, to the active controller and
 // returns its response. A response that still says NOT_CONTROLLER when ctx
 // ends is returned as it is (the sender's own retry rules apply); an error
-// means no controller answered at all. Send strips kmirror's internal-topic
-// tag from CreateTopics requests, its leader-epoch-bump tag from
-// AlterPartition requests and its mirror-ACL-sync tag from CreateAcls
-// requests: only CreateInternalTopic, BumpLeaderEpoch and CreateSyncedACLs
-// may send them.
+// means no controller answered at all. Send strips kmirror's internal tags
+// (internal_tags.go): only the Channel's own internal requests carry them.
 func (c *Channel) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	stripInternalTag(req)
-	stripLeaderEpochBump(req)
-	stripMirrorACLSync(req)
+	stripInternalTags(req)
 	return c.send(ctx, req)
 }
 
@@ -164,7 +159,7 @@ func (c *Channel) CreateInternalTopic(ctx context.Context, name string, partitio
 		return metadata.Uuid{}, fmt.Errorf("create internal topic: %s is not an internal topic", name)
 	}
 	req := internalTopicRequest(name, partitions, configs)
-	req.UnknownTags.Set(internalTopicTag, []byte{1})
+	setTag(req, internalTopicTag, []byte{1})
 	resp, err := c.send(ctx, req)
 	if err != nil {
 		return metadata.Uuid{}, err

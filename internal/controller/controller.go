@@ -315,22 +315,21 @@ func (c *Controller) fenceStaleBrokers() {
 	}
 }
 
-// Handle serves a controller request from this node (the local path of a
-// Channel). Requests the controller does not serve, or at versions it does
-// not serve, are errors; everything else is answered with per-item error
-// codes, NOT_CONTROLLER when this controller is not active.
+// Handle serves a controller request from this node as from a client:
+// internal tags are not honoured. Requests the controller does not serve,
+// or at versions it does not serve, are errors; everything else is
+// answered with per-item error codes, NOT_CONTROLLER when this controller
+// is not active.
 func (c *Controller) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	return c.serve(ctx, req, false)
+	stripInternalTags(req)
+	return c.serve(ctx, req)
 }
 
 // handleLocal serves a request from a Channel of this node. Channel.Send
-// strips the internal-topic and leader-epoch-bump tags from everything it
-// forwards, so a tagged CreateTopics here comes from
-// Channel.CreateInternalTopic, and a tagged AlterPartition from
-// Channel.BumpLeaderEpoch.
+// strips the internal tags from everything it forwards, so a tag here comes
+// from one of the Channel's own internal requests.
 func (c *Controller) handleLocal(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	ct, ok := req.(*kmsg.CreateTopicsRequest)
-	return c.serve(ctx, req, ok && hasInternalTag(ct) || isLeaderEpochBump(req) || isMirrorACLSync(req))
+	return c.serve(ctx, req)
 }
 
 // APIs returns the APIs the controller listener serves.
@@ -342,27 +341,13 @@ func (c *Controller) APIs() []wire.API {
 	return apis
 }
 
-// handleWire serves a request that arrived on a listener. The
-// internal-topic tag counts only on a controller listener.
+// handleWire serves a request that arrived on a listener. Internal tags
+// count only on a controller listener.
 func (c *Controller) handleWire(ctx context.Context, rc *wire.RequestContext, req kmsg.Request) (wire.Response, error) {
-	internal := false
-	if ct, ok := req.(*kmsg.CreateTopicsRequest); ok && hasInternalTag(ct) {
-		internal = rc != nil && slices.Contains(c.cfg.ControllerListenerNames, rc.Listener)
-		stripInternalTag(ct)
+	if rc == nil || !slices.Contains(c.cfg.ControllerListenerNames, rc.Listener) {
+		stripInternalTags(req)
 	}
-	if isLeaderEpochBump(req) {
-		internal = rc != nil && slices.Contains(c.cfg.ControllerListenerNames, rc.Listener)
-		if !internal {
-			stripLeaderEpochBump(req)
-		}
-	}
-	if isMirrorACLSync(req) {
-		internal = rc != nil && slices.Contains(c.cfg.ControllerListenerNames, rc.Listener)
-		if !internal {
-			stripMirrorACLSync(req)
-		}
-	}
-	resp, err := c.serve(ctx, req, internal)
+	resp, err := c.serve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -370,17 +355,17 @@ func (c *Controller) handleWire(ctx context.Context, rc *wire.RequestContext, re
 }
 
 // serve dispatches a request to its API.
-func (c *Controller) serve(ctx context.Context, req kmsg.Request, internal bool) (kmsg.Response, error) {
+func (c *Controller) serve(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if !supported(req.Key(), req.GetVersion()) {
 		return nil, fmt.Errorf("controller: %s v%d is not served", wire.APIName(req.Key()), req.GetVersion())
 	}
-	if resp, ok := c.serveLeaderEpochBump(req, internal); ok {
+	if resp, ok := c.serveLeaderEpochBump(req); ok {
 		return resp, nil
 	}
 	if resp, ok := c.serveMirror(ctx, req); ok {
 		return resp, nil
 	}
-	if resp, ok := c.serveSyncedACLs(req, internal); ok {
+	if resp, ok := c.serveSyncedACLs(req); ok {
 		return resp, nil
 	}
 	if resp, ok, err := c.serveSecurity(req); ok {
@@ -388,7 +373,7 @@ func (c *Controller) serve(ctx context.Context, req kmsg.Request, internal bool)
 	}
 	switch r := req.(type) {
 	case *kmsg.CreateTopicsRequest:
-		return c.createTopics(r, internal)
+		return c.createTopics(r, hasInternalTag(r))
 	case *kmsg.DeleteTopicsRequest:
 		return c.deleteTopics(r)
 	case *kmsg.CreatePartitionsRequest:

@@ -28,7 +28,9 @@ func (c *Controller) CreateInternalTopic(ctx context.Context, name string, parti
 	if !IsInternalTopic(name) {
 		return metadata.Uuid{}, errf(kerr.InvalidRequest, "%s is not an internal topic", name)
 	}
-	resp, err := c.serve(ctx, internalTopicRequest(name, partitions, configs), true)
+	req := internalTopicRequest(name, partitions, configs)
+	setTag(req, internalTopicTag, []byte{1})
+	resp, err := c.serve(ctx, req)
 	if err != nil {
 		return metadata.Uuid{}, err
 	}

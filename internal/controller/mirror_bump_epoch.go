@@ -162,12 +162,12 @@ func decideLeaderEpochBumps(img *metadata.Image, req *kmsg.AlterPartitionRequest
 	return recs, resp
 }
 
-// serveLeaderEpochBump serves req if it is a bump from the cluster's own
-// nodes (internal); ok is false for anything else, which the ordinary
+// serveLeaderEpochBump serves req if it is a bump (from the cluster's own
+// nodes: internal_tags.go); ok is false for anything else, which the ordinary
 // AlterPartition path serves.
-func (c *Controller) serveLeaderEpochBump(req kmsg.Request, internal bool) (kmsg.Response, bool) {
+func (c *Controller) serveLeaderEpochBump(req kmsg.Request) (kmsg.Response, bool) {
 	ap, isAP := req.(*kmsg.AlterPartitionRequest)
-	if !isAP || !internal || ap.Version < 2 || ap.Version > 3 || !isLeaderEpochBump(ap) {
+	if !isAP || ap.Version < 2 || ap.Version > 3 || !isLeaderEpochBump(ap) {
 		return nil, false
 	}
 	var resp *kmsg.AlterPartitionResponse

@@ -24,47 +24,14 @@ import (
 // it forwards, and a tagged request from another listener is an ordinary
 // CreateAcls.
 
-// mirrorACLSyncTag is the CreateAcls request tag of the ACL sync; far above
-// Kafka's own tags, next to kmirror's others.
-const mirrorACLSyncTag uint32 = 0x4b4f
-
 // mirrorACLSyncOf returns the mirror named by a CreateAcls request's sync
 // tag, if it carries one.
 func mirrorACLSyncOf(req kmsg.Request) (string, bool) {
-	ca, ok := req.(*kmsg.CreateACLsRequest)
-	if !ok {
+	if _, ok := req.(*kmsg.CreateACLsRequest); !ok {
 		return "", false
 	}
-	var mirror string
-	found := false
-	ca.UnknownTags.Each(func(k uint32, v []byte) {
-		if k == mirrorACLSyncTag {
-			mirror, found = string(v), true
-		}
-	})
-	return mirror, found
-}
-
-// isMirrorACLSync reports whether req carries the sync tag.
-func isMirrorACLSync(req kmsg.Request) bool {
-	_, ok := mirrorACLSyncOf(req)
-	return ok
-}
-
-// stripMirrorACLSync removes the sync tag from a CreateAcls request, keeping
-// other unknown tags.
-func stripMirrorACLSync(req kmsg.Request) {
-	ca, ok := req.(*kmsg.CreateACLsRequest)
-	if !ok || !isMirrorACLSync(req) {
-		return
-	}
-	var kept kmsg.Tags
-	ca.UnknownTags.Each(func(k uint32, v []byte) {
-		if k != mirrorACLSyncTag {
-			kept.Set(k, v)
-		}
-	})
-	ca.UnknownTags = kept
+	v, ok := tagValue(req, mirrorACLSyncTag)
+	return string(v), ok
 }
 
 // decideSyncedACLs is decideCreateACLs for a mirror's sync: each new ACL
@@ -117,12 +84,12 @@ func decideSyncedACLs(v *view, mirror string, req *kmsg.CreateACLsRequest) ([]me
 	return recs, resp
 }
 
-// serveSyncedACLs serves req if it is a tagged CreateAcls from the
-// cluster's own nodes (internal); ok is false for anything else, which the
-// ordinary CreateAcls path serves.
-func (c *Controller) serveSyncedACLs(req kmsg.Request, internal bool) (kmsg.Response, bool) {
+// serveSyncedACLs serves req if it is a tagged CreateAcls (from the
+// cluster's own nodes: internal_tags.go); ok is false for anything else,
+// which the ordinary CreateAcls path serves.
+func (c *Controller) serveSyncedACLs(req kmsg.Request) (kmsg.Response, bool) {
 	mirror, tagged := mirrorACLSyncOf(req)
-	if !tagged || !internal {
+	if !tagged {
 		return nil, false
 	}
 	ca := req.(*kmsg.CreateACLsRequest)
@@ -164,7 +131,7 @@ func (c *Channel) CreateSyncedACLs(ctx context.Context, mirror string, bindings 
 		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
 		req.Creations = append(req.Creations, cr)
 	}
-	req.UnknownTags.Set(mirrorACLSyncTag, []byte(mirror))
+	setTag(req, mirrorACLSyncTag, []byte(mirror))
 	resp, err := c.send(ctx, req)
 	if err != nil {
 		return nil, err
