@@ -368,6 +368,9 @@ func (c *Controller) serve(ctx context.Context, req kmsg.Request) (kmsg.Response
 	if resp, ok := c.serveSyncedACLs(req); ok {
 		return resp, nil
 	}
+	if resp, ok := c.serveFailoverComplete(ctx, req); ok {
+		return resp, nil
+	}
 	if resp, ok, err := c.serveSecurity(req); ok {
 		return resp, err
 	}

@@ -556,3 +556,71 @@ func TestMirrorSecretsStoredEncrypted(t *testing.T) {
 		t.Fatalf("alter with another secret: %v", err)
 	}
 }
+
+func TestDecideFailoverComplete(t *testing.T) {
+	img := mirrorTopicsImage(t)
+	img = withTopic(t, img, "r2", metadata.Uuid{0: 0x20, 15: 1},
+		partition(1, []int32{1}, []int32{1}), partition(1, []int32{1}, []int32{1}))
+	img = withMirrorName(t, img, "r2", "east.removed")
+	r2, _ := img.Topic("r2")
+	rep := failoverReport{topic: "r2", id: r2.ID}
+	k0 := stateKey{Mirror: "east", TopicID: r2.ID, Partition: 0}
+	k1 := stateKey{Mirror: "east", TopicID: r2.ID, Partition: 1}
+	states := map[stateKey]wire.MirrorPartitionState{k0: wire.MirrorStateStopped, k1: wire.MirrorStateStopping}
+
+	_, err := decideFailoverComplete(img, rep, states, nil)
+	wantCode(t, "one partition stopping", codeOf(err), messageOf(err), kerr.InvalidRequest, "1 (STOPPING)")
+	_, err = decideFailoverComplete(img, rep, map[stateKey]wire.MirrorPartitionState{k0: wire.MirrorStateStopped}, nil)
+	wantCode(t, "a state missing", codeOf(err), messageOf(err), kerr.RequestTimedOut, "retry")
+	_, err = decideFailoverComplete(img, rep, nil, errf(kerr.CoordinatorNotAvailable, "down"))
+	wantCode(t, "states failed", codeOf(err), messageOf(err), kerr.CoordinatorNotAvailable, "down")
+	_, err = decideFailoverComplete(img, failoverReport{topic: "r2", id: metadata.Uuid{1}}, states, nil)
+	wantCode(t, "another topic id", codeOf(err), messageOf(err), kerr.UnknownTopicID, `"r2"`)
+	m, _ := img.Topic("m")
+	_, err = decideFailoverComplete(img, failoverReport{topic: "m", id: m.ID}, states, nil)
+	wantCode(t, "mirroring topic", codeOf(err), messageOf(err), kerr.InvalidRequest, "MIRRORING, not REMOVED")
+
+	states[k1] = wire.MirrorStateStopped
+	recs, err := decideFailoverComplete(img, rep, states, nil)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("all stopped: %v %v", recs, err)
+	}
+	after := apply(t, img, recs...)
+	if got := mirrorNameOf(after, "r2"); got != "east.stopped" {
+		t.Fatalf("mirror.name after the failover completed: %q", got)
+	}
+	// A second report changes nothing and succeeds.
+	if recs, err := decideFailoverComplete(after, rep, nil, nil); err != nil || len(recs) != 0 {
+		t.Fatalf("report of a stopped topic: %v %v", recs, err)
+	}
+	// A stopped topic needs no states to let its mirror go, and may join a
+	// mirror again at once.
+	after = withMirrorName(t, after, "m", "east.stopped")
+	after = withMirrorName(t, after, "p", "east.stopped")
+	after = withMirrorName(t, after, "r", "east.stopped")
+	recs, err = decideDeleteMirror(after, "east", nil, nil)
+	if err != nil {
+		t.Fatalf("delete a mirror whose topics are all stopped: %v", err)
+	}
+	if got := mirrorNameOf(apply(t, after, recs...), "r2"); got != "" {
+		t.Fatalf("r2 keeps mirror.name %q after its mirror was deleted", got)
+	}
+}
+
+func TestFailoverReportTag(t *testing.T) {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Version = 1
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "r2"
+	req.Resources = append(req.Resources, rr)
+	id := metadata.Uuid{0: 0x20, 15: 1}
+	setTag(req, failoverCompleteTag, id[:])
+	rep, ok := failoverReportOf(req)
+	if !ok || rep.topic != "r2" || rep.id != id {
+		t.Fatalf("report of a tagged request: %+v %v", rep, ok)
+	}
+	stripInternalTags(req)
+	if _, ok := failoverReportOf(req); ok {
+		t.Fatal("the report tag survived stripInternalTags")
+	}
+}

@@ -97,15 +97,22 @@ func (s *Describer) handle(ctx context.Context, _ *wire.RequestContext, kreq kms
 			}
 			raw, _ := img.Config(metadata.ConfigResource{Type: metadata.ResourceTopic, Name: tn}, metadata.MirrorNameConfig)
 			t := wire.DescribeMirrorsResponseTopic{Name: tn, TopicID: ti.ID, MirrorNameConfig: raw}
+			// A failover recorded as complete needs no leader's word:
+			// every partition is STOPPED for good.
+			_, membership := wire.ParseMirrorName(raw)
 			if req.IncludePartitions {
 				for _, p := range ti.PartitionIDs() {
 					ps, _ := ti.Partition(p)
+					st := wire.MirrorStateUnknown
+					if membership == wire.MembershipStopped {
+						st = wire.MirrorStateStopped
+					}
 					t.Partitions = append(t.Partitions, wire.DescribeMirrorsResponsePartition{
-						Partition: p, LeaderID: ps.Leader, State: wire.MirrorStateUnknown,
+						Partition: p, LeaderID: ps.Leader, State: st,
 						SourceHighWatermark: -1, SourceLogStartOffset: -1, DestinationLogEndOffset: -1, Lag: -1,
 						LastFetchMillis: -1, StateChangeMillis: -1,
 					})
-					if ps.Leader >= 0 {
+					if ps.Leader >= 0 && membership != wire.MembershipStopped {
 						byLeader[ps.Leader] = append(byLeader[ps.Leader], pending{len(resp.Mirrors), len(m.Topics), len(t.Partitions) - 1})
 					}
 				}

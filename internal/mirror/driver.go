@@ -63,6 +63,9 @@ type driver struct {
 	work     *work
 	timers   []*delayed // postLater's; stopped by cleanup
 	released bool
+	// reported: the partition's STOPPED was reported to the controller
+	// (failover_complete.go).
+	reported bool
 
 	// The leader epoch raise of epoch_floor.go: the greatest mirrored
 	// epoch asked for, and whether its goroutine runs.
@@ -278,12 +281,18 @@ func (d *driver) persist(st Status) error {
 }
 
 // publish makes the machine's status visible to DescribeMirrors and sets
-// the partition's read-only state.
+// the partition's read-only state. A partition STOPPED in a REMOVED topic
+// is reported to the controller (once per driver), which records the
+// failover as complete when every partition is.
 func (d *driver) publish() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.status, d.known = d.machine.Status, true
 	d.applyReadOnlyLocked(d.machine)
+	d.mu.Unlock()
+	if !d.reported && d.machine.Status.State == wire.MirrorStateStopped && d.machine.Desired == DesiredStopped {
+		d.reported = true
+		d.m.failovers.report(d.tp.Topic, d.topicID, d.key.Mirror)
+	}
 }
 
 // applyReadOnlyLocked answers client produces as m says. Caller holds mu.

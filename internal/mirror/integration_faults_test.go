@@ -1,12 +1,15 @@
 package mirror_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmirror/kmirror/internal/mirror"
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
@@ -139,9 +142,11 @@ func sum(xs []int64) int64 {
 }
 
 // TestStoppingRedoAfterBarrier replays the crash of a leader between
-// appending the failover barrier and persisting STOPPED: the state says
-// STOPPING again when the node restarts; the new leader finds the barrier
-// at the end of its last mirrored epoch and completes without a second one.
+// appending the failover barrier and persisting STOPPED (held there by the
+// pause hook, then restarted): the state is STOPPING when the node comes
+// back; the new leader finds the barrier at the end of its last mirrored
+// epoch and completes without a second one, and the failover is then
+// recorded as complete (mirror.name m.stopped).
 func TestStoppingRedoAfterBarrier(t *testing.T) {
 	a := startCluster(t)
 	b := startCluster(t)
@@ -150,30 +155,37 @@ func TestStoppingRedoAfterBarrier(t *testing.T) {
 	createMirror(t, b, a, "m")
 	mirrorTopics(t, b, opAdd, "m", "once")
 	waitStates(t, b, "m", "once", 1, wire.MirrorStateMirroring)
-	mirrorTopics(t, b, opRemove, "m", "once")
-	waitStates(t, b, "m", "once", 1, wire.MirrorStateStopped)
 	bn := b.Nodes()[0]
-	end := leo(t, bn, "once", 0)
-	st := storedState(t, b, "m", "once", 0)
+	waitIdentical(t, a.Nodes()[0], bn, "once", 1)
+	mirrored := leo(t, bn, "once", 0)
 
-	// Back to STOPPING, as if STOPPED had never been written.
-	conn, err := wire.Dial(ctxFor(t), "tcp", bn.Addr(), "mirror-test")
-	if err != nil {
-		t.Fatal(err)
+	held := make(chan struct{}, 1)
+	remove := mirror.HoldAt(mirror.PauseBarrierAppended, func(ctx context.Context) {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-ctx.Done() // until the node stops
+	})
+	defer remove()
+	mirrorTopics(t, b, opRemove, "m", "once")
+	select {
+	case <-held:
+	case <-time.After(waitTimeout):
+		t.Fatal("the failover never appended its barrier")
 	}
-	w := wire.WriteMirrorStatesRequestPartition{MirrorName: "m", TopicID: topicIDBytes(t, b, "once"), Partition: 0,
-		State: wire.MirrorStateStopping, StateEpoch: st.StateEpoch + 1, LeaderEpoch: st.LeaderEpoch}
-	src := a.ClusterID()
-	w.UnknownTags.Set(0, wire.AppendCompactString(nil, src))
-	resp, err := conn.Request(ctxFor(t), &wire.WriteMirrorStatesRequest{Partitions: []wire.WriteMirrorStatesRequestPartition{w}})
-	conn.Close()
-	if err != nil || resp.(*wire.WriteMirrorStatesResponse).Partitions[0].ErrorCode != 0 {
-		t.Fatalf("rewrite STOPPING: %v %+v", err, resp)
+	if st := storedState(t, b, "m", "once", 0); st.State != wire.MirrorStateStopping {
+		t.Fatalf("held after the barrier, the stored state is %v, not STOPPING", st.State)
 	}
-	bn.Restart()
+	if got := leo(t, bn, "once", 0); got != mirrored+1 {
+		t.Fatalf("held after the barrier, the log ends at %d, want %d", got, mirrored+1)
+	}
+	bn.Stop()
+	remove()
+	bn.Start()
 	waitStates(t, b, "m", "once", 1, wire.MirrorStateStopped)
-	if got := leo(t, bn, "once", 0); got != end {
-		t.Fatalf("the redone failover changed the log end: %d -> %d", end, got)
+	if got := leo(t, bn, "once", 0); got != mirrored+1 {
+		t.Fatalf("the redone failover changed the log end: %d, want %d", got, mirrored+1)
 	}
 	_, data := logBytes(t, bn, "once", 0)
 	n := 0
@@ -185,6 +197,7 @@ func TestStoppingRedoAfterBarrier(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d barriers after the redone failover, want 1", n)
 	}
+	waitMirrorName(t, b, "once", "m.stopped")
 }
 
 // TestSourceOutage stops the source while B mirrors from it: the partitions

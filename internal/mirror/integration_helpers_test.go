@@ -440,3 +440,29 @@ func produceErr(t testing.TB, c *testcluster.Cluster, topic string) error {
 func tpOf(topic string, p int32) storage.TopicPartition {
 	return storage.TopicPartition{Topic: topic, Partition: p}
 }
+
+// mirrorNameOf returns a topic's mirror.name as DescribeConfigs shows it
+// ("" when unset).
+func mirrorNameOf(t testing.TB, c *testcluster.Cluster, topic string) string {
+	t.Helper()
+	rcs, err := c.Admin(t).DescribeTopicConfigs(ctxFor(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range rc.Configs {
+		if cfg.Key == "mirror.name" && cfg.Value != nil {
+			return *cfg.Value
+		}
+	}
+	return ""
+}
+
+// waitMirrorName waits until a topic's mirror.name is want.
+func waitMirrorName(t testing.TB, c *testcluster.Cluster, topic, want string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s's mirror.name to be %q", topic, want), func() bool { return mirrorNameOf(t, c, topic) == want })
+}

@@ -103,11 +103,16 @@ type PartitionSource interface {
 	Partition(tp storage.TopicPartition) (*broker.Partition, bool)
 }
 
-// EpochBumper raises a partition's leader epoch through the controller
-// (controller.Channel.BumpLeaderEpoch): the new epoch is at least minEpoch,
-// the leader and ISR stay.
-type EpochBumper interface {
+// MirrorController is what the partition drivers ask of the active
+// controller (controller.Channel).
+type MirrorController interface {
+	// BumpLeaderEpoch raises a partition's leader epoch to at least
+	// minEpoch; the leader and ISR stay.
 	BumpLeaderEpoch(ctx context.Context, topicID metadata.Uuid, partition int32, minEpoch int32) (int32, error)
+	// CompleteFailover reports that a REMOVED topic's partitions may all
+	// be STOPPED; nil once the topic is recorded as STOPPED, an error
+	// wrapping INVALID_REQUEST while a partition still fails over.
+	CompleteFailover(ctx context.Context, topic string, topicID metadata.Uuid, mirror string) error
 }
 
 // ManagerDeps are what the manager needs from the node.
@@ -116,8 +121,9 @@ type ManagerDeps struct {
 	Partitions PartitionSource
 	// Store persists the partition states (required).
 	Store StateStore
-	// Controller bumps leader epochs at failover (required for STOPPING).
-	Controller EpochBumper
+	// Controller bumps leader epochs at failover (required for STOPPING)
+	// and records complete failovers.
+	Controller MirrorController
 	// ClientOpts builds a source client's options from a mirror's configs
 	// (required; mirrorconfig.SourceClientOpts).
 	ClientOpts ClientOpts
@@ -157,6 +163,9 @@ type Manager struct {
 	sources map[string]*source
 	drivers map[storage.TopicPartition]*driver
 	syncs   *syncRunner // nil without SyncDeps.Controller
+	// failovers reports the topics whose partitions this broker STOPPED
+	// (failover_complete.go).
+	failovers *failoverReporter
 
 	stats *managerStats // metrics.go
 
@@ -184,6 +193,7 @@ func NewManager(cfg ManagerConfig, deps ManagerDeps) (*Manager, error) {
 		stats:   newManagerStats(),
 	}
 	m.syncs = newSyncRunner(m)
+	m.failovers = newFailoverReporter(m)
 	return m, nil
 }
 
@@ -202,6 +212,7 @@ func (m *Manager) Close() {
 	m.sources = map[string]*source{}
 	m.mu.Unlock()
 	m.syncs.close()
+	m.failovers.close()
 	for _, d := range srcs {
 		d.close()
 	}
