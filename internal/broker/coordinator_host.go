@@ -153,7 +153,7 @@ func (l *coordinatorLog) Append(ctx context.Context, batch []byte, leaderEpoch i
 	if err != nil {
 		return -1, err
 	}
-	info, epoch, err := p.appendAsLeader(batch, storage.OriginCoordinator, -1, leaderEpoch)
+	info, epoch, err := p.appendAsLeader(batch, storage.OriginCoordinator, -1, leaderEpoch, false)
 	if err != nil {
 		return -1, err
 	}

@@ -2,11 +2,11 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kmirror/kmirror/internal/mirror/readonly"
 	"github.com/kmirror/kmirror/internal/storage"
 	"github.com/kmirror/kmirror/internal/wire"
 )
@@ -40,14 +40,13 @@ func (p *Partition) keepsSourceEpochsLocked() bool {
 // once the failover completes. The mirror manager replaces the reason (or
 // clears it) with SetReadOnly.
 func mirrorDefaultReadOnly(topic, raw string) error {
-	m, membership := wire.ParseMirrorName(raw)
-	switch membership {
+	switch _, m := wire.ParseMirrorName(raw); m {
 	case wire.NotMirrored, wire.MembershipStopped:
 		return nil
 	case wire.MembershipRemoved:
-		return fmt.Errorf("topic %q is failing over from mirror %q and becomes writable when the failover completes: %w", topic, m, kerr.NotLeaderForPartition)
+		return readonly.Refusal(topic, raw, "producing", kerr.NotLeaderForPartition)
 	}
-	return fmt.Errorf("topic %q is mirrored by mirror %q (mirror.name=%s) and is read-only until it is removed from the mirror: %w", topic, m, raw, kerr.InvalidTopicException)
+	return readonly.Refusal(topic, raw, "producing", kerr.InvalidTopicException)
 }
 
 // applyMirrorReadOnlyLocked sets the default read-only reason of a mirrored
@@ -100,7 +99,7 @@ func (rm *ReplicaManager) Now() time.Time { return rm.now() }
 // they are committed or ctx ends. The mirror appends its failover barrier
 // this way, so that a driver of an older leadership cannot write it.
 func (p *Partition) AppendInEpoch(ctx context.Context, batches []byte, origin storage.AppendOrigin, leaderEpoch int32) (storage.AppendInfo, error) {
-	info, epoch, err := p.appendAsLeader(batches, origin, -1, leaderEpoch)
+	info, epoch, err := p.appendAsLeader(batches, origin, -1, leaderEpoch, false)
 	if err != nil || info.LastOffset < 0 {
 		return info, err
 	}

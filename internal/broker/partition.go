@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/mirror/readonly"
 	"github.com/kmirror/kmirror/internal/storage"
 )
 
@@ -118,6 +119,13 @@ func (p *Partition) SetReadOnly(reason error) {
 	p.readOnly.Store(&reason)
 }
 
+// readOnlyError is an append refused because the partition is read-only;
+// it wraps the reason (and the Kafka error the reason wraps).
+type readOnlyError struct{ reason error }
+
+func (e *readOnlyError) Error() string { return e.reason.Error() }
+func (e *readOnlyError) Unwrap() error { return e.reason }
+
 // ReadOnly returns the reason client produces are refused, or nil.
 func (p *Partition) ReadOnly() error {
 	if r := p.readOnly.Load(); r != nil {
@@ -172,7 +180,7 @@ func (p *Partition) localLogLocked(current int32, requireLeader bool) (*storage.
 // markers. Errors wrap Kafka's codes; when the append itself failed, nothing
 // was written.
 func (p *Partition) AppendAsLeader(ctx context.Context, batches []byte, origin storage.AppendOrigin, requiredAcks int16, timeout time.Duration) (storage.AppendInfo, error) {
-	info, epoch, err := p.appendAsLeader(batches, origin, requiredAcks, -1)
+	info, epoch, err := p.appendAsLeader(batches, origin, requiredAcks, -1, origin == storage.OriginClient)
 	if err != nil || requiredAcks != -1 || info.LastOffset < 0 {
 		return info, err
 	}
@@ -182,9 +190,12 @@ func (p *Partition) AppendAsLeader(ctx context.Context, batches []byte, origin s
 // appendAsLeader appends without waiting for replication. expectEpoch, if
 // not -1, is the leader epoch the caller believes current (a coordinator's
 // write): another epoch fails with NOT_LEADER_OR_FOLLOWER or
-// FENCED_LEADER_EPOCH and writes nothing. It returns the leader epoch the
-// batches were written in.
-func (p *Partition) appendAsLeader(batches []byte, origin storage.AppendOrigin, requiredAcks int16, expectEpoch int32) (storage.AppendInfo, int32, error) {
+// FENCED_LEADER_EPOCH and writes nothing. readOnlyGuard refuses the append
+// while the partition is read-only (a mirrored topic), with a
+// *readOnlyError: client produces and transaction markers pass it, the
+// mirror's own appends and coordinators do not. It returns the leader
+// epoch the batches were written in.
+func (p *Partition) appendAsLeader(batches []byte, origin storage.AppendOrigin, requiredAcks int16, expectEpoch int32, readOnlyGuard bool) (storage.AppendInfo, int32, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	log, err := p.localLogLocked(-1, true)
@@ -194,9 +205,9 @@ func (p *Partition) appendAsLeader(batches []byte, origin storage.AppendOrigin, 
 	if expectEpoch >= 0 && expectEpoch != p.state.LeaderEpoch {
 		return storage.AppendInfo{}, 0, errf(kerr.FencedLeaderEpoch, "%s: append for leader epoch %d, the current is %d", p.tp, expectEpoch, p.state.LeaderEpoch)
 	}
-	if origin == storage.OriginClient {
+	if readOnlyGuard {
 		if ro := p.ReadOnly(); ro != nil {
-			return storage.AppendInfo{}, 0, ro
+			return storage.AppendInfo{}, 0, &readOnlyError{ro}
 		}
 	}
 	if requiredAcks == -1 {
@@ -549,6 +560,10 @@ func (p *Partition) deleteRecords(offset int64) (int64, error) {
 	}
 	if !p.settings.log.CleanupPolicy.Delete {
 		return -1, errf(kerr.PolicyViolation, "records of partition %s can not be deleted due to the configured policy", p.tp)
+	}
+	if p.ReadOnly() != nil {
+		// A mirrored partition's log start follows the source's only.
+		return -1, readonly.Refusal(p.tp.Topic, p.settings.mirrorRaw, "deleting records", kerr.PolicyViolation)
 	}
 	if offset == -1 {
 		offset = log.HighWatermark()

@@ -108,7 +108,7 @@ func (b *Broker) handleProduce(ctx context.Context, rc *wire.RequestContext, kre
 		if it.err != nil {
 			continue
 		}
-		it.info, it.epoch, it.err = it.p.appendAsLeader(it.records, storage.OriginClient, req.Acks, -1)
+		it.info, it.epoch, it.err = it.p.appendAsLeader(it.records, storage.OriginClient, req.Acks, -1, true)
 		it.appended = it.err == nil
 	}
 	if req.Acks == -1 {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,12 @@ const markerAppendTimeout = 30 * time.Second
 // receiving side of WriteTxnMarkers. Errors wrap Kafka's codes:
 // UNKNOWN_TOPIC_OR_PARTITION for a partition that no longer exists,
 // NOT_LEADER_OR_FOLLOWER when this node does not lead it.
+//
+// A read-only (mirrored, or failing over) partition gets no marker: only
+// the mirror writes there, so no transaction of this cluster has records in
+// it to commit or abort, and a marker would give the log an offset the
+// source does not have, which stops the mirror for good. The marker is
+// answered as written, so that the transaction completes.
 func (b *Broker) AppendMarker(ctx context.Context, topic string, partition int32, batch []byte) error {
 	tp := storage.TopicPartition{Topic: topic, Partition: partition}
 	if _, _, known := currentLeader(b.image(), tp); !known {
@@ -69,10 +76,18 @@ func (b *Broker) AppendMarker(ctx context.Context, topic string, partition int32
 	if !ok {
 		return errf(kerr.NotLeaderForPartition, "broker %d does not host %s", b.cfg.NodeID, tp)
 	}
-	timeout := markerAppendTimeout
+	deadline := time.Now().Add(markerAppendTimeout)
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+		deadline = dl
 	}
-	_, err := p.AppendAsLeader(ctx, batch, storage.OriginCoordinator, -1, timeout)
-	return err
+	info, epoch, err := p.appendAsLeader(batch, storage.OriginCoordinator, -1, -1, true)
+	var ro *readOnlyError
+	if errors.As(err, &ro) {
+		b.log.Info("transaction marker not written to a read-only mirrored partition", "topic", topic, "partition", partition, "reason", ro.reason)
+		return nil
+	}
+	if err != nil || info.LastOffset < 0 {
+		return err
+	}
+	return p.waitCommitted(ctx, deadline, info.LastOffset+1, epoch)
 }

@@ -58,7 +58,7 @@ func alterResource(v *view, r kmsg.AlterConfigsRequestResource, dup map[metadata
 			changes[name] = nil
 		}
 	}
-	return configRecords(v, res, changes)
+	return configRecords(v, res, changes, "")
 }
 
 // alterConfigs is the driver of AlterConfigs.

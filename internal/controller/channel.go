@@ -149,6 +149,25 @@ func (c *Channel) Send(ctx context.Context, req kmsg.Request) (kmsg.Response, er
 	return c.send(ctx, req)
 }
 
+// SendForMirror sends req as a mirror's own sync: an
+// IncrementalAlterConfigs (v1) of the mirror's topics' configs, or a
+// CreatePartitions (v2 or later) adding the source's partitions. It carries
+// mirrorSyncTag, which lets it change the mirror's read-only topics
+// (mirror_readonly.go); otherwise it is Send.
+func (c *Channel) SendForMirror(ctx context.Context, mirror string, req kmsg.Request) (kmsg.Response, error) {
+	stripInternalTags(req)
+	switch r := req.(type) {
+	case *kmsg.IncrementalAlterConfigsRequest:
+		r.Version = max(r.Version, 1)
+	case *kmsg.CreatePartitionsRequest:
+		r.Version = max(r.Version, 2)
+	default:
+		return nil, fmt.Errorf("send %s for mirror %s: only IncrementalAlterConfigs and CreatePartitions carry a mirror's sync", wire.APIName(req.Key()), mirror)
+	}
+	setTag(req, mirrorSyncTag, []byte(mirror))
+	return c.send(ctx, req)
+}
+
 // CreateInternalTopic creates an internal topic through the active
 // controller, as Controller.CreateInternalTopic does: idempotent, returning
 // the topic's id. Remotely, the CreateTopics request carries kmirror's

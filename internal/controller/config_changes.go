@@ -72,13 +72,15 @@ func configDefinition(res metadata.ConfigResource, name string) (config.Definiti
 // do, so that brokers reload them (Kafka's rule).
 //
 // Topic configs: mirror.name is refused (only SetMirrorNames changes it),
-// and the configs the topic ends up with must pass
-// config.ValidateTopicConfigs (INVALID_CONFIG otherwise). Broker configs:
+// the configs the topic ends up with must pass config.ValidateTopicConfigs
+// (INVALID_CONFIG otherwise), and a mirrored topic's synced configs change
+// only through its mirror's sync (syncMirror names the mirror of a tagged
+// sync request; syncedConfigRefusal). Broker configs:
 // the values set must pass config.ValidateBrokerConfigs, which also refuses
 // read-only configs, per-broker configs set as the cluster default and
 // (unlike Kafka, which ignores them) unknown names; like Kafka, every such
 // failure is INVALID_REQUEST.
-func configRecords(v *view, res metadata.ConfigResource, changes map[string]*string) ([]metadata.Record, error) {
+func configRecords(v *view, res metadata.ConfigResource, changes map[string]*string, syncMirror string) ([]metadata.Record, error) {
 	if res.Type == metadata.ResourceMirror {
 		return mirrorConfigRecords(v, res, changes)
 	}
@@ -152,6 +154,9 @@ func configRecords(v *view, res metadata.ConfigResource, changes map[string]*str
 		} else {
 			recs = append(recs, metadata.SetConfig(res, n, *v))
 		}
+	}
+	if err := syncedConfigRefusal(img, res, recs, syncMirror); err != nil {
+		return nil, err
 	}
 	return recs, nil
 }

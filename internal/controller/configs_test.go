@@ -58,7 +58,9 @@ const (
 func configImage(t *testing.T) *metadata.Image {
 	img := cluster(t, upBrokers(1)...)
 	img = withTopic(t, img, "t", metadata.Uuid{0: 3, 15: 1}, partition(1, []int32{1}, []int32{1}))
-	img = withConfig(t, img, topicRes("t"), "retention.ms", "100", "mirror.name", "m1", "leader.replication.throttled.replicas", "0:1")
+	// t failed over from mirror m1: its configs are the operator's again,
+	// and mirror.name stays.
+	img = withConfig(t, img, topicRes("t"), "retention.ms", "100", "mirror.name", "m1.stopped", "leader.replication.throttled.replicas", "0:1")
 	return withConfig(t, img, brokerRes("1"), "log.cleaner.threads", "2")
 }
 
@@ -124,7 +126,7 @@ func TestIncrementalAlterConfigsApplies(t *testing.T) {
 	}
 	after := apply(t, img, recs...)
 	got := after.Configs(topicRes("t"))
-	want := map[string]string{"segment.bytes": "1048576", "cleanup.policy": "delete,compact", "mirror.name": "m1", "leader.replication.throttled.replicas": ""}
+	want := map[string]string{"segment.bytes": "1048576", "cleanup.policy": "delete,compact", "mirror.name": "m1.stopped", "leader.replication.throttled.replicas": ""}
 	if len(got) != len(want) {
 		t.Fatalf("topic configs %v, want %v", got, want)
 	}
@@ -174,7 +176,7 @@ func TestAlterConfigsReplacesButKeepsMirrorName(t *testing.T) {
 	}
 	after := apply(t, img, recs...)
 	got := after.Configs(topicRes("t"))
-	if len(got) != 2 || got["segment.ms"] != "5000" || got["mirror.name"] != "m1" {
+	if len(got) != 2 || got["segment.ms"] != "5000" || got["mirror.name"] != "m1.stopped" {
 		t.Fatalf("topic configs after replace: %v", got)
 	}
 	if v, _ := after.Config(brokerRes("1"), "log.cleaner.threads"); v != "3" {

@@ -151,10 +151,14 @@ func TestControllerSingleNode(t *testing.T) {
 		t.Fatalf("mirror topics %v", got)
 	}
 
+	// A mirrored topic cannot be deleted; once failed over it can.
 	dreq := kmsg.NewPtrDeleteTopicsRequest()
 	dreq.Version = 6
 	dreq.Topics = []kmsg.DeleteTopicsRequestTopic{deleteEntry(nil, tp.ID)}
 	dr := send[*kmsg.DeleteTopicsResponse](t, h, dreq)
+	wantCode(t, "delete mirrored", dr.Topics[0].ErrorCode, dr.Topics[0].ErrorMessage, kerr.PolicyViolation, "remove-topics m orders")
+	wantErr(t, "mirror name", ctl.SetMirrorNames(testCtx(t), map[string]string{"orders": "m.stopped"}), nil)
+	dr = send[*kmsg.DeleteTopicsResponse](t, h, dreq)
 	wantCode(t, "delete", dr.Topics[0].ErrorCode, dr.Topics[0].ErrorMessage, nil, "")
 	if _, ok := nd.q.Image().Topic("orders"); ok {
 		t.Fatal("topic survived deletion")

@@ -37,6 +37,11 @@ func decideCreatePartitions(v *view, req *kmsg.CreatePartitionsRequest) ([]metad
 		if counts[t.Topic] > 1 {
 			err = errf(kerr.InvalidRequest, "Duplicate topic name.")
 		} else {
+			// A mirrored topic grows only through its mirror's
+			// partition sync (mirror_readonly.go).
+			err = mirroredTopicRefusal(v.img, t.Topic, "adding partitions", syncingMirror(req))
+		}
+		if err == nil {
 			trecs, err = createPartitions(v, t, created)
 		}
 		if err != nil {

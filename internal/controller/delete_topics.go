@@ -15,6 +15,8 @@ import (
 //     or INVALID_REQUEST before v3, which predates that code (Kafka's rule);
 //   - internal topics are refused the same way: the coordinators that own
 //     them would lose their state;
+//   - a mirrored topic (MIRRORING, PAUSED, or failing over) is refused
+//     with POLICY_VIOLATION (package readonly);
 //   - a name or id given twice, or an entry with both or neither, is
 //     INVALID_REQUEST; an unknown name is UNKNOWN_TOPIC_OR_PARTITION and an
 //     unknown id UNKNOWN_TOPIC_ID.
@@ -120,6 +122,8 @@ func decideDeleteTopics(v *view, req *kmsg.DeleteTopicsRequest) ([]metadata.Reco
 				}
 			case deleting[t.ID]:
 				err = errf(kerr.InvalidRequest, "The provided topic name maps to an ID that was already supplied.")
+			default:
+				err = mirroredTopicRefusal(v.img, t.Name, "deleting the topic", "")
 			}
 		}
 		if err != nil {

@@ -27,7 +27,7 @@ func decideIncrementalAlterConfigs(v *view, req *kmsg.IncrementalAlterConfigsReq
 	for _, r := range req.Resources {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = r.ResourceType, r.ResourceName
-		rrecs, err := incrementalAlterResource(v, r, dup)
+		rrecs, err := incrementalAlterResource(v, r, dup, syncingMirror(req))
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = codeOf(err), messageOf(err)
 		} else {
@@ -38,7 +38,7 @@ func decideIncrementalAlterConfigs(v *view, req *kmsg.IncrementalAlterConfigsReq
 	return recs, resp
 }
 
-func incrementalAlterResource(v *view, r kmsg.IncrementalAlterConfigsRequestResource, dup map[metadata.ConfigResource]bool) ([]metadata.Record, error) {
+func incrementalAlterResource(v *view, r kmsg.IncrementalAlterConfigsRequestResource, dup map[metadata.ConfigResource]bool, syncMirror string) ([]metadata.Record, error) {
 	img := v.img
 	if dup[metadata.ConfigResource{Type: int8(r.ResourceType), Name: r.ResourceName}] {
 		return nil, errDuplicateResource
@@ -99,7 +99,7 @@ func incrementalAlterResource(v *view, r kmsg.IncrementalAlterConfigsRequestReso
 			return nil, errf(kerr.InvalidRequest, "Unknown operations type %d", int8(c.Op))
 		}
 	}
-	return configRecords(v, res, changes)
+	return configRecords(v, res, changes, syncMirror)
 }
 
 // listItems splits a list config's text, dropping empty elements.

@@ -528,13 +528,13 @@ func TestMirrorSecretsStoredEncrypted(t *testing.T) {
 	// A change of another property validates against the decrypted JAAS
 	// (ciphertext would not parse) and leaves it as stored.
 	id := "mirror-west"
-	recs, err = configRecords(testView(t, img, cfg), mirrorRes("west"), map[string]*string{"client.id": &id})
+	recs, err = configRecords(testView(t, img, cfg), mirrorRes("west"), map[string]*string{"client.id": &id}, "")
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("alter client.id: %d records, %v", len(recs), err)
 	}
 	// A new password is stored encrypted too.
 	jaas2 := strings.Replace(jaas, "pw-1", "pw-2", 1)
-	recs, err = configRecords(testView(t, img, cfg), mirrorRes("west"), map[string]*string{"sasl.jaas.config": &jaas2})
+	recs, err = configRecords(testView(t, img, cfg), mirrorRes("west"), map[string]*string{"sasl.jaas.config": &jaas2}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +549,7 @@ func TestMirrorSecretsStoredEncrypted(t *testing.T) {
 
 	// A controller whose secret differs cannot validate the mirror.
 	other := testConfig(t, map[string]string{"password.encoder.secret": "other"})
-	_, err = configRecords(testView(t, img, other), mirrorRes("west"), map[string]*string{"client.id": &id})
+	_, err = configRecords(testView(t, img, other), mirrorRes("west"), map[string]*string{"client.id": &id}, "")
 	var ke *kerr.Error
 	if !errors.As(err, &ke) || ke != kerr.InvalidConfig || !strings.Contains(err.Error(), "sasl.jaas.config") ||
 		!strings.Contains(err.Error(), "password.encoder.secret") {
@@ -623,4 +623,81 @@ func TestFailoverReportTag(t *testing.T) {
 	if _, ok := failoverReportOf(req); ok {
 		t.Fatal("the report tag survived stripInternalTags")
 	}
+}
+
+// TestMirroredTopicRefusals checks the controller's read-only rule: a
+// MIRRORING, PAUSED or failing-over topic refuses deletion, growth and
+// changes of synced configs, except from its own mirror's sync (only while
+// MIRRORING); a STOPPED one, or a topic whose mirror does not sync configs,
+// takes config changes.
+func TestMirroredTopicRefusals(t *testing.T) {
+	img := mirrorTopicsImage(t)
+	img = withMirror(t, img, "quiet", "sync.topic.configs.enabled", "false")
+	img = withTopic(t, img, "q", metadata.Uuid{0: 0x30, 15: 1}, partition(1, []int32{1}, []int32{1}))
+	img = withMirrorName(t, img, "q", "quiet")
+	img = withTopic(t, img, "s", metadata.Uuid{0: 0x30, 15: 2}, partition(1, []int32{1}, []int32{1}))
+	img = withMirrorName(t, img, "s", "east.stopped")
+	v := testView(t, img, nil)
+
+	grow := func(topic string, tagged string) *kerr.Error {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version = 3
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = topic, 2
+		req.Topics = append(req.Topics, rt)
+		if tagged != "" {
+			setTag(req, mirrorSyncTag, []byte(tagged))
+		}
+		_, resp := decideCreatePartitions(v, req)
+		return codeErr(resp.Topics[0].ErrorCode)
+	}
+	setRetention := func(topic string, tagged string) *kerr.Error {
+		req := incrReq(incr(topicT, topic, op(set, "retention.ms", ptr("5"))))
+		if tagged != "" {
+			setTag(req, mirrorSyncTag, []byte(tagged))
+		}
+		_, resp := decideIncrementalAlterConfigs(v, req)
+		return codeErr(resp.Resources[0].ErrorCode)
+	}
+	for _, tc := range []struct {
+		topic, tag       string
+		grow, setConfigs *kerr.Error
+	}{
+		{"m", "", kerr.PolicyViolation, kerr.PolicyViolation},
+		{"m", "east", nil, nil},                                   // its own mirror's sync
+		{"m", "west", kerr.PolicyViolation, kerr.PolicyViolation}, // another mirror's
+		{"p", "east", kerr.PolicyViolation, kerr.PolicyViolation}, // paused: no sync runs
+		{"r", "", kerr.PolicyViolation, kerr.PolicyViolation},     // failing over
+		{"q", "", kerr.PolicyViolation, nil},                      // the mirror does not sync configs
+		{"s", "", nil, nil},                                       // failed over
+		{"plain", "", nil, nil},
+	} {
+		if got := grow(tc.topic, tc.tag); got != tc.grow {
+			t.Errorf("create partitions of %s (tag %q): %v, want %v", tc.topic, tc.tag, got, tc.grow)
+		}
+		if got := setRetention(tc.topic, tc.tag); got != tc.setConfigs {
+			t.Errorf("set retention.ms of %s (tag %q): %v, want %v", tc.topic, tc.tag, got, tc.setConfigs)
+		}
+	}
+	// A config the sync does not own stays the operator's.
+	_, resp := decideIncrementalAlterConfigs(v, incrReq(incr(topicT, "m", op(set, "min.insync.replicas", ptr("1")))))
+	if resp.Resources[0].ErrorCode != 0 {
+		t.Errorf("min.insync.replicas of a mirrored topic: %v", kerr.ErrorForCode(resp.Resources[0].ErrorCode))
+	}
+	dreq := kmsg.NewPtrDeleteTopicsRequest()
+	dreq.Version = 5
+	dreq.TopicNames = []string{"m", "p", "r", "s"}
+	_, dresp := decideDeleteTopics(v, dreq)
+	for i, want := range []*kerr.Error{kerr.PolicyViolation, kerr.PolicyViolation, kerr.PolicyViolation, nil} {
+		r := dresp.Topics[i]
+		wantCode(t, *r.Topic, r.ErrorCode, r.ErrorMessage, want, "")
+	}
+}
+
+// codeErr is the Kafka error of a code, nil for 0.
+func codeErr(code int16) *kerr.Error {
+	if code == 0 {
+		return nil
+	}
+	return kerrOf(code)
 }

@@ -3,7 +3,6 @@ package mirror
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/broker"
 	"github.com/kmirror/kmirror/internal/mirror/mirrorstate"
+	"github.com/kmirror/kmirror/internal/mirror/readonly"
 	"github.com/kmirror/kmirror/internal/storage"
 	"github.com/kmirror/kmirror/internal/wire"
 )
@@ -300,11 +300,9 @@ func (d *driver) applyReadOnlyLocked(m Machine) {
 	var reason error
 	switch m.ReadOnly() {
 	case ReadOnlyMirrored:
-		reason = fmt.Errorf("topic %q is mirrored by mirror %q (mirror.name=%s) and is read-only until it is removed from the mirror: %w",
-			d.tp.Topic, d.key.Mirror, d.raw, kerr.InvalidTopicException)
+		reason = readonly.Refusal(d.tp.Topic, d.raw, "producing", kerr.InvalidTopicException)
 	case ReadOnlyFailingOver:
-		reason = fmt.Errorf("topic %q is failing over from mirror %q and becomes writable when the failover completes: %w",
-			d.tp.Topic, d.key.Mirror, kerr.NotLeaderForPartition)
+		reason = readonly.Refusal(d.tp.Topic, d.raw, "producing", kerr.NotLeaderForPartition)
 	}
 	d.part.SetReadOnly(reason)
 }

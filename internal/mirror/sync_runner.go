@@ -15,11 +15,13 @@ import (
 )
 
 // SyncController is what the periodic sync writes through: the active
-// controller (controller.Channel). Send carries IncrementalAlterConfigs
-// (topic configs), CreatePartitions and DeleteAcls; CreateSyncedACLs
-// creates ACLs under their synced ids.
+// controller (controller.Channel). SendForMirror carries
+// IncrementalAlterConfigs (topic configs) and CreatePartitions as the
+// mirror's own writes, which its read-only topics take; Send carries
+// DeleteAcls; CreateSyncedACLs creates ACLs under their synced ids.
 type SyncController interface {
 	Send(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	SendForMirror(ctx context.Context, mirror string, req kmsg.Request) (kmsg.Response, error)
 	CreateSyncedACLs(ctx context.Context, mirror string, bindings []auth.Binding) ([]error, error)
 }
 

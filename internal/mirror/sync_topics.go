@@ -97,7 +97,7 @@ func (s *mirrorSync) syncConfigs(ctx context.Context, rd syncRound) error {
 		areq.Resources = append(areq.Resources, ar)
 	}
 	if len(areq.Resources) > 0 {
-		resp, err := s.r.m.deps.Sync.Controller.Send(ctx, areq)
+		resp, err := s.r.m.deps.Sync.Controller.SendForMirror(ctx, s.name, areq)
 		if err != nil {
 			return fmt.Errorf("write topic configs: %w", err)
 		}
@@ -147,7 +147,7 @@ func (s *mirrorSync) syncPartitions(ctx context.Context, rd syncRound) error {
 		}
 	}
 	if len(creq.Topics) > 0 {
-		resp, err := s.r.m.deps.Sync.Controller.Send(ctx, creq)
+		resp, err := s.r.m.deps.Sync.Controller.SendForMirror(ctx, s.name, creq)
 		if err != nil {
 			return fmt.Errorf("create partitions: %w", err)
 		}

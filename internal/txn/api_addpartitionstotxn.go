@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/metadata"
+	"github.com/kmirror/kmirror/internal/mirror/readonly"
 	"github.com/kmirror/kmirror/internal/storage"
 	"github.com/kmirror/kmirror/internal/wire"
 )
@@ -16,7 +18,9 @@ import (
 // brokers (a batch of transactions, each either added or only verified:
 // KIP-890). Partitions of topics that do not exist are answered
 // UNKNOWN_TOPIC_OR_PARTITION and the others of the same transaction
-// OPERATION_NOT_ATTEMPTED, without touching the transaction, as Kafka does.
+// OPERATION_NOT_ATTEMPTED, without touching the transaction, as Kafka does;
+// partitions of a mirrored (read-only) topic are answered
+// INVALID_TOPIC_EXCEPTION the same way.
 //
 // A producer's request needs WRITE on its transactional id (every
 // partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic
@@ -136,6 +140,17 @@ func (c *Coordinator) addPartitions(ctx context.Context, id string, pid int64, e
 		for _, tp := range tps {
 			if _, exists := partitionLeader(img, tp.Topic, tp.Partition); !exists {
 				codes[tp] = kerr.UnknownTopicOrPartition.Code
+				missing = true
+				continue
+			}
+			// A mirrored or paused topic is read-only (package
+			// readonly): its partitions join no transaction. A failing
+			// over one does; its produces wait until it is STOPPED.
+			raw, _ := img.Config(metadata.ConfigResource{Type: metadata.ResourceTopic, Name: tp.Topic}, metadata.MirrorNameConfig)
+			if _, m := wire.ParseMirrorName(raw); m == wire.MembershipMirroring || m == wire.MembershipPaused {
+				err := readonly.Refusal(tp.Topic, raw, "adding a partition to a transaction", kerr.InvalidTopicException)
+				c.log.Info("partition refused by AddPartitionsToTxn", "transactional_id", id, "topic", tp.Topic, "partition", tp.Partition, "reason", err)
+				codes[tp] = kerr.InvalidTopicException.Code
 				missing = true
 			}
 		}
