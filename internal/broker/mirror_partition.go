@@ -164,3 +164,25 @@ func (p *Partition) leaderLogInEpochLocked(leaderEpoch int32) (*storage.Log, err
 	}
 	return log, nil
 }
+
+// RaiseLogStartInEpoch moves the log start offset up to offset once the
+// high watermark has reached it (false, nil: not yet), while this node
+// leads the partition in leaderEpoch. The mirror restores the source's log
+// start with it after restarting an empty log at the base of a batch that
+// holds it (fetchTarget.restartInsideBatch).
+func (p *Partition) RaiseLogStartInEpoch(offset int64, leaderEpoch int32) (bool, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	log, err := p.leaderLogInEpochLocked(leaderEpoch)
+	if err != nil {
+		return false, err
+	}
+	if log.HighWatermark() < offset {
+		return false, nil
+	}
+	if _, err := log.DeleteRecordsBefore(offset); err != nil {
+		return false, err
+	}
+	p.notify.signal()
+	return true, nil
+}

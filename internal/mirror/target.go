@@ -1,11 +1,13 @@
 package mirror
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/broker"
+	"github.com/kmirror/kmirror/internal/record"
 	"github.com/kmirror/kmirror/internal/storage"
 )
 
@@ -24,14 +26,22 @@ type fetchTarget struct {
 	// above leaderEpoch (the driver raises the leader epoch: see
 	// epoch_floor.go). It must not block.
 	onEpochAbove func(epoch int32)
+	// startAt is the log start offset to restore once the high watermark
+	// reaches it, after restartInsideBatch (-1 or 0: none). Owned by the
+	// fetcher's goroutine (Append and SetHighWatermark).
+	startAt int64
 }
 
 // Append implements replication.Target.
 func (t *fetchTarget) Append(batches []byte) (int64, error) {
 	info, err := t.p.AppendMirrored(batches, t.leaderEpoch)
+	if errors.Is(err, storage.ErrUnexpectedAppendOffset) {
+		info, err = t.restartInsideBatch(batches, err)
+	}
 	if err != nil {
 		return -1, err
 	}
+	t.raiseLogStart()
 	t.stats.appended(info, t.now())
 	if info.LastOffset >= 0 && t.onEpochAbove != nil {
 		// Epochs only grow along a log: the latest is the greatest.
@@ -40,6 +50,49 @@ func (t *fetchTarget) Append(batches []byte) (int64, error) {
 		}
 	}
 	return info.LastOffset, nil
+}
+
+// restartInsideBatch appends batches whose first batch starts below the
+// log end of an empty log: the source's log start lies inside that batch
+// (DeleteRecords, or retention, cut there), and the source returns the
+// whole batch to a fetch from its log start. As a follower does with its
+// leader's (broker's appendFromLeader), the log restarts at the batch's
+// base and takes it as it is; its start then moves back up to the source's
+// as soon as the high watermark reaches it (raiseLogStart), so that the
+// log matches the source's, start included. Any other case keeps err.
+func (t *fetchTarget) restartInsideBatch(batches []byte, err error) (storage.AppendInfo, error) {
+	l := t.log()
+	if l == nil || l.LogEndOffset() != l.LogStartOffset() {
+		return storage.AppendInfo{}, err
+	}
+	want := l.LogEndOffset()
+	b, _, berr := record.NextBatch(batches)
+	if berr != nil {
+		return storage.AppendInfo{}, err
+	}
+	h, herr := record.ParseHeader(b)
+	if herr != nil || h.BaseOffset >= want || h.LastOffset() < want {
+		return storage.AppendInfo{}, err
+	}
+	if terr := t.p.TruncateFullyInEpoch(h.BaseOffset, t.leaderEpoch); terr != nil {
+		return storage.AppendInfo{}, terr
+	}
+	info, err := t.p.AppendMirrored(batches, t.leaderEpoch)
+	if err == nil {
+		t.startAt = want
+	}
+	return info, err
+}
+
+// raiseLogStart restores the log start restartInsideBatch moved down, once
+// the high watermark allows.
+func (t *fetchTarget) raiseLogStart() {
+	if t.startAt <= 0 {
+		return
+	}
+	if done, err := t.p.RaiseLogStartInEpoch(t.startAt, t.leaderEpoch); done || err != nil {
+		t.startAt = -1
+	}
 }
 
 // Truncate implements replication.Target (a DivergingEpoch answer).
@@ -92,6 +145,7 @@ func (t *fetchTarget) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // watermark is a figure for DescribeMirrors (the destination's own high
 // watermark follows its own followers).
 func (t *fetchTarget) SetHighWatermark(hw int64) {
+	t.raiseLogStart()
 	t.stats.sourceHW(hw, t.LogEndOffset(), t.now())
 }
 

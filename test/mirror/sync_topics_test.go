@@ -1,11 +1,13 @@
 package mirror_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -58,13 +60,16 @@ func TestSyncTopicConfigsAndPartitions(t *testing.T) {
 		t.Fatalf("retention.ms at creation = %q", v)
 	}
 
-	// An operator's overrides on the destination: segment.ms is managed by
-	// the sync (the source does not set it: removed), min.insync.replicas is
-	// never synced (kept).
-	if _, err := bAdm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
-		{Name: "segment.ms", Value: kmsg.StringPtr("600000")}, {Name: "min.insync.replicas", Value: kmsg.StringPtr("1")},
-	}, "events"); err != nil {
-		t.Fatal(err)
+	// An operator's overrides on the destination: segment.ms is the sync's
+	// (refused: the topic is read-only), min.insync.replicas is never
+	// synced (taken, and kept).
+	res, err := bAdm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "segment.ms", Value: kmsg.StringPtr("600000")}}, "events")
+	if err != nil || !errors.Is(res[0].Err, kerr.PolicyViolation) {
+		t.Fatalf("set segment.ms of a mirrored topic: %v %v, want POLICY_VIOLATION", err, res[0].Err)
+	}
+	res, err = bAdm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "min.insync.replicas", Value: kmsg.StringPtr("1")}}, "events")
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("set min.insync.replicas of a mirrored topic: %v %v", err, res[0].Err)
 	}
 	if _, err := aAdm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
 		{Name: "retention.ms", Value: kmsg.StringPtr("3600000")}, {Name: "max.message.bytes", Value: kmsg.StringPtr("2000000")},
