@@ -52,4 +52,3 @@ func TestSourceLogStartInsideBatch(t *testing.T) {
 		t.Fatalf("the destination's consumers read %v", got)
 	}
 }
-
