@@ -106,6 +106,14 @@ func (p *Partition) AppendInEpoch(ctx context.Context, batches []byte, origin st
 	return info, p.waitCommitted(ctx, time.Time{}, info.LastOffset+1, epoch)
 }
 
+// WaitCommittedInEpoch waits until the high watermark reaches offset while
+// this node leads the partition in leaderEpoch, or ctx ends. The mirror's
+// failover declares a partition STOPPED only once its barrier is committed
+// this way: every in-sync replica has it, so no clean election loses it.
+func (p *Partition) WaitCommittedInEpoch(ctx context.Context, offset int64, leaderEpoch int32) error {
+	return p.waitCommitted(ctx, time.Time{}, offset, leaderEpoch)
+}
+
 // leaderTruncatedLocked keeps the leader's epoch start offset inside its
 // log after a truncation. Only a mirrored partition's leader truncates its
 // own log (PREPARING, a DivergingEpoch answer from the source, STOPPING's

@@ -31,8 +31,10 @@ import (
 //
 // A log that ends with a MIRROR_PID_RESET exactly at the end offset of the
 // persisted LME had all five steps done (by a leader that died before
-// persisting STOPPED): nothing is redone, so the log holds exactly one
-// barrier of this failover. A barrier copied from the source (a source
+// persisting STOPPED, or by this one, whose wait for the barrier's commit
+// ended before the in-sync replicas had it): nothing is redone, so the log
+// holds exactly one barrier of this failover, and STOPPED waits until the
+// barrier is committed. A barrier copied from the source (a source
 // that failed over itself) cannot be mistaken for it: the LME's end offset
 // is where this failover's barrier was appended.
 //
@@ -97,7 +99,17 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	if last, ok, err := d.lastBatch(); err != nil {
 		return err
 	} else if ok && lmeEnd >= 0 && last.BaseOffset == lmeEnd && d.isBarrier() {
-		d.log.Info("failover already complete in the log: the barrier follows the last mirrored epoch", "offset", last.BaseOffset)
+		// The barrier is in the log (appended by this leader, whose wait
+		// for it ended early, or by a predecessor); STOPPED needs it
+		// committed, or an election could lose it and leave the source's
+		// producers in a writable partition.
+		rctx, cancel := context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
+		err := d.part.WaitCommittedInEpoch(rctx, last.BaseOffset+1, d.leaderEpoch)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("wait for the in-sync replicas of %s to have the failover barrier at %d: %w", d.tp, last.BaseOffset, err)
+		}
+		d.log.Info("failover already complete in the log: the barrier follows the last mirrored epoch and is committed", "offset", last.BaseOffset)
 		return nil
 	}
 	// 2.

@@ -1,0 +1,154 @@
+package mirror_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmirror/kmirror/pkg/mirroradmin"
+)
+
+// TestStoppedMeansBarrierCommitted fails a topic over on a three-node
+// destination while the partition's follower is paused (SIGSTOP) but still
+// in the ISR, so that the failover barrier the leader appends cannot be
+// committed: its wait times out (replica.socket.timeout.ms 2 s) and the
+// failover retries. The partition must stay STOPPING: a STOPPED partition
+// whose barrier no in-sync follower has can lose it to an election. The
+// leader is then paused too and the follower resumed, which makes the
+// follower the leader, with no barrier in its log: it must fail the
+// partition over itself (exactly one MIRROR_PID_RESET in its log, no
+// producer of the source left in DescribeProducers). Before the fix, the
+// retry found the barrier in the leader's log and declared STOPPED, and
+// the new leader took writes with the source's producer states.
+//
+// Node 3 holds __mirror_state (reassigned there) and keeps the quorum with
+// whichever of nodes 1 and 2 runs; mirrored-0's replicas are nodes 1
+// (leader) and 2.
+func TestStoppedMeansBarrierCommitted(t *testing.T) {
+	a := inProcess(t, 1)
+	as := seedsOf(a)
+	b := startProcs(t, 3, map[string]string{
+		"default.replication.factor": "2",
+		"min.insync.replicas":        "1",
+		"replica.lag.time.max.ms":    "60000", // the paused follower stays in the ISR
+		"broker.session.timeout.ms":  "12000", // and is not fenced while the barrier waits
+		"replica.socket.timeout.ms":  "2000",  // the barrier's commit wait
+	})
+	bs := b.seeds()
+	createTopicOn(t, as, "barrier", 1)
+	prod := startProducer(t, as, "barrier", "idem") // idempotent: the source's producers
+	prod.waitAcked(t, 200)
+	madm := newMirrorAdmin(t, bs)
+	mirrorFrom(t, madm, "m", as, "barrier")
+	waitStates(t, madm, "m", "barrier", 1, mirroradmin.StateMirroring)
+
+	adm := kadm.NewClient(newClient(t, bs, kgo.MetadataMinAge(10*time.Millisecond)))
+	ctx := testCtx(t)
+	move := func(topic string, parts int32, target []int32) {
+		t.Helper()
+		var req kadm.AlterPartitionAssignmentsReq
+		for p := range parts {
+			req.Assign(topic, p, target)
+		}
+		resp, err := adm.AlterPartitionAssignments(ctx, req)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("move %s to %v: %v", topic, target, err)
+		}
+		waitUntil(t, fmt.Sprintf("%s on %v", topic, target), func() (bool, string) {
+			md, err := adm.Metadata(ctx, topic)
+			if err != nil {
+				return false, err.Error()
+			}
+			for p := range parts {
+				pd := md.Topics[topic].Partitions[p]
+				if !slices.Equal(pd.Replicas, target) || !slices.Contains(target, pd.Leader) || len(pd.ISR) != len(target) {
+					return false, fmt.Sprintf("%s-%d: replicas %v isr %v leader %d", topic, p, pd.Replicas, pd.ISR, pd.Leader)
+				}
+			}
+			return true, ""
+		})
+	}
+	move("__mirror_state", 5, []int32{3})
+	move("barrier", 1, []int32{1, 2})
+	waitUntil(t, "node 1 to lead barrier-0", func() (bool, string) {
+		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"barrier": {0: {}}}); err != nil {
+			return false, err.Error()
+		}
+		l := leaderOf(ctx, adm, "barrier", 0)
+		return l == 1, fmt.Sprintf("leader %d", l)
+	})
+	prod.waitAcked(t, prod.acked.Load()+100)
+	prod.stop()
+	if err := prod.failed(); err != nil {
+		t.Fatal(err)
+	}
+	waitSameLogs(t, as, bs, "barrier", 1)
+	if n := producersOn(t, bs, "barrier", 1); n == 0 {
+		t.Fatal("DescribeProducers shows no producer of the source while mirroring")
+	}
+
+	leader, follower := b.node(1), b.node(2)
+	follower.process().Signal(syscall.SIGSTOP)
+	// Clients talk to the running nodes only: a paused one accepts
+	// connections and never answers.
+	madm = newMirrorAdmin(t, []string{leader.addr(), b.node(3).addr()})
+	// The paused node may be the active controller: the request is tried
+	// again until the quorum's new leader takes it.
+	waitUntil(t, "the failover request taken", func() (bool, string) {
+		res, err := madm.Failover(testCtx(t), "m", "barrier")
+		if err == nil {
+			err = res.Error()
+		}
+		return err == nil || strings.Contains(err.Error(), "REMOVED"), fmt.Sprint(err)
+	})
+	// The barrier's commit wait ended twice, or (the bug) STOPPED.
+	waitUntil(t, "two failed waits for the barrier, or STOPPED", func() (bool, string) {
+		fails := strings.Count(leader.process().Output(), "failover step failed")
+		st, err := partitionStatuses(t, madm, "m", "barrier")
+		if err == nil && len(st) == 1 && st[0].State == mirroradmin.StateStopped {
+			return true, ""
+		}
+		return fails >= 2, fmt.Sprintf("%d failed waits", fails)
+	})
+	st, err := partitionStatuses(t, madm, "m", "barrier")
+	if err != nil || len(st) != 1 {
+		t.Fatalf("describe: %v %+v", err, st)
+	}
+	if st[0].State != mirroradmin.StateStopping {
+		t.Errorf("barrier-0 is %v while its barrier is not committed, want STOPPING", st[0].State)
+	}
+
+	// The leader goes away (paused: fenced after its session), the
+	// follower comes back and leads a log without the barrier.
+	leader.process().Signal(syscall.SIGSTOP)
+	follower.process().Signal(syscall.SIGCONT)
+	live := []string{follower.addr(), b.node(3).addr()}
+	madm = newMirrorAdmin(t, live)
+	leaderOn(t, live, "barrier", 0, 1)
+	waitStates(t, madm, "m", "barrier", 1, mirroradmin.StateStopped)
+	_, log, err := rawLog(t, live, "barrier", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := barriers(headers(t, log)); n != 1 {
+		t.Errorf("the new leader's log has %d MIRROR_PID_RESET barriers, want 1", n)
+	}
+	if n := producersOn(t, live, "barrier", 1); n != 0 {
+		t.Errorf("DescribeProducers shows %d producers after the failover, want none of the source's", n)
+	}
+	produceSome(t, live, "barrier", "b", 10) // writable
+
+	// The old leader rejoins and ends with the same log.
+	leader.kill()
+	leader.start()
+	waitFullISR(t, bs, "barrier", 1)
+}
