@@ -278,6 +278,7 @@ func (c *Cluster) Stop(id int32) {
 	c.t.Helper()
 	p := c.proc(id)
 	p.signal(syscall.SIGTERM)
+	p.signal(syscall.SIGCONT) // a paused JVM handles SIGTERM once continued
 	select {
 	case <-p.done:
 	case <-time.After(StartTimeout):
@@ -647,7 +648,7 @@ func (c *Cluster) probeNode(ctx context.Context, b *kgo.Broker, n *node, running
 	}
 	resp, err := b.Request(ctx, kmsg.NewPtrMetadataRequest())
 	if err != nil {
-		return fmt.Errorf("Metadata: %w", err)
+		return fmt.Errorf("metadata request: %w", err)
 	}
 	brokers := map[int32]bool{}
 	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {

@@ -74,6 +74,29 @@ func TestThreeNodes(t *testing.T) {
 		}
 	})
 
+	t.Run("StopStart", func(t *testing.T) {
+		// A clean stop (SIGTERM) of a paused node, writes with the other two
+		// (min.insync.replicas=2), and a restart that serves again.
+		topic := createTopic(t, c, "stop-start", 1)
+		cl := c.Client(t)
+		id := int32(3)
+		c.Pause(id)
+		c.Stop(id)
+		if c.Running(id) {
+			t.Fatalf("node %d runs after Stop", id)
+		}
+		want := produce(t, cl, topic, "two-up", 5)
+		c.Start(id)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := apiVersions(ctx, t, c, id); err != nil {
+			t.Fatalf("restarted node %d: %v", id, err)
+		}
+		if got := consume(t, c, topic, len(want)); !slices.Equal(got, want) {
+			t.Fatalf("consumed %v, want %v", got, want)
+		}
+	})
+
 	t.Run("LeaderKill", func(t *testing.T) {
 		topic := createTopic(t, c, "leader-kill", 1)
 		cl := c.Client(t)
