@@ -334,11 +334,14 @@ func controlText(r record.Record) string {
 		}
 		return fmt.Sprintf("endTxnMarker: %s (value of %d bytes)", ct, len(r.Value))
 	case record.ControlMirrorPIDReset:
-		v := int16(-1)
-		if len(r.Value) >= 2 {
-			v = int16(binary.BigEndian.Uint16(r.Value))
+		v, err := record.ParseMirrorPIDResetValue(r.Value)
+		if err != nil {
+			return "mirrorPidReset: " + err.Error()
 		}
-		return fmt.Sprintf("mirrorPidReset: version: %d", v)
+		if v.Version == 0 {
+			return "mirrorPidReset: version: 0"
+		}
+		return fmt.Sprintf("mirrorPidReset: version: %d sourceClusterId: %s", v.Version, printable([]byte(v.SourceClusterID)))
 	}
 	return "controlType: " + ct.String()
 }

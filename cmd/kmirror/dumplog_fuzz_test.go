@@ -16,7 +16,7 @@ import (
 // files on disk are untrusted, and a damaged file must be reported, never
 // crash the tool.
 func FuzzDumpLog(f *testing.F) {
-	f.Add(record.BuildMirrorPIDReset(1, 2))
+	f.Add(record.BuildMirrorPIDReset(1, 2, "src"))
 	f.Add(record.BuildEndTxnMarker(7, 0, record.EndTxnMarker{Commit: true, CoordinatorEpoch: 3}, 1, 2))
 	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 9})
 	f.Add([]byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 1})

@@ -79,7 +79,7 @@ func TestDumpLogSegmentIndexesAndSnapshot(t *testing.T) {
 		buildBatch(t, record.BatchSpec{ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0, Transactional: true},
 			record.Record{Value: []byte("in-txn")}),
 		record.BuildEndTxnMarker(7, 0, record.EndTxnMarker{Commit: true, CoordinatorEpoch: 5}, 1_700_000_000_001, 3),
-		record.BuildMirrorPIDReset(1_700_000_000_002, 3),
+		record.BuildMirrorPIDReset(1_700_000_000_002, 3, "src"),
 	)
 	seg := filepath.Join(pdir, "00000000000000000000.log")
 	out, err := runDumpLog(t, "--print-data", seg)
@@ -95,7 +95,7 @@ func TestDumpLogSegmentIndexesAndSnapshot(t *testing.T) {
 		"compresscodec: lz4",
 		"isTransactional: true isControl: false",
 		"| offset: 4 CreateTime: 1700000000001 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 5",
-		"| offset: 5 CreateTime: 1700000000002 keySize: 4 valueSize: 2 sequence: -1 headerKeys: [] mirrorPidReset: version: 0",
+		"| offset: 5 CreateTime: 1700000000002 keySize: 4 valueSize: 7 sequence: -1 headerKeys: [] mirrorPidReset: version: 1 sourceClusterId: src",
 		"isvalid: true",
 	} {
 		if !strings.Contains(out, want) {
@@ -180,6 +180,25 @@ func TestDumpLogMirrorState(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q\n%s", want, out)
+		}
+	}
+}
+
+// TestDumpLogMirrorPIDReset: dump-log names the source cluster of a
+// version 1 barrier, still reads the version 0 barriers of older logs, and
+// reports a damaged value instead of guessing.
+func TestDumpLogMirrorPIDReset(t *testing.T) {
+	key := record.EncodeControlKey(record.ControlMirrorPIDReset)
+	for _, c := range []struct {
+		value []byte
+		want  string
+	}{
+		{record.EncodeMirrorPIDReset(record.MirrorPIDReset{Version: 1, SourceClusterID: "MKtJYmk1Si63JHU6QdLfjg"}), "mirrorPidReset: version: 1 sourceClusterId: MKtJYmk1Si63JHU6QdLfjg"},
+		{[]byte{0, 0}, "mirrorPidReset: version: 0"},
+		{[]byte{0, 1, 0, 9, 'x'}, "mirrorPidReset: MIRROR_PID_RESET source cluster id of length 9 in 1 bytes: "},
+	} {
+		if got := controlText(record.Record{Key: key, Value: c.value}); !strings.HasPrefix(got, c.want) {
+			t.Errorf("controlText(%x) = %q, want %q", c.value, got, c.want)
 		}
 	}
 }

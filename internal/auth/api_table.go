@@ -100,8 +100,8 @@ func ErrorFor(rt kmsg.ACLResourceType) *kerr.Error {
 }
 
 // RequiredFor returns Kafka's authorization rules of an API key (with
-// kmirror's rules for the mirror APIs, keys 94 to 104); ok is false for a key
-// the table does not know.
+// kmirror's rules for the mirror APIs, wire.MinMirrorKey to
+// wire.MaxMirrorKey); ok is false for a key the table does not know.
 func RequiredFor(key int16) (Requirement, bool) {
 	i, found := slices.BinarySearchFunc(requirements, key, func(r Requirement, k int16) int { return int(r.Key) - int(k) })
 	if !found {

@@ -60,10 +60,10 @@ func TestMirroredPartitionHooks(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := p.AppendInEpoch(ctx, record.BuildMirrorPIDReset(1, 0), storage.OriginCoordinator, 7); !errors.Is(err, kerr.FencedLeaderEpoch) {
+	if _, err := p.AppendInEpoch(ctx, record.BuildMirrorPIDReset(1, 0, "src"), storage.OriginCoordinator, 7); !errors.Is(err, kerr.FencedLeaderEpoch) {
 		t.Fatalf("barrier in a stale epoch: %v", err)
 	}
-	info, err := p.AppendInEpoch(ctx, record.BuildMirrorPIDReset(1, 0), storage.OriginCoordinator, 8)
+	info, err := p.AppendInEpoch(ctx, record.BuildMirrorPIDReset(1, 0, "src"), storage.OriginCoordinator, 8)
 	if err != nil || info.FirstOffset != 1 {
 		t.Fatalf("barrier: %+v %v", info, err)
 	}

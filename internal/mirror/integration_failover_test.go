@@ -86,6 +86,9 @@ func TestFailover(t *testing.T) {
 		if !last.IsControl() || err != nil || ct != record.ControlMirrorPIDReset {
 			t.Fatalf("pay-%d does not end with a MIRROR_PID_RESET batch: %+v %v", p, last, ct)
 		}
+		if v, err := record.ParseMirrorPIDReset(barrier); err != nil || v != (record.MirrorPIDReset{Version: 1, SourceClusterID: a.ClusterID()}) {
+			t.Fatalf("pay-%d's barrier = %+v, %v; want version 1 naming source %s", p, v, err, a.ClusterID())
+		}
 		resets := 0
 		maxMirrored := int32(-1)
 		for _, h := range hs[:len(hs)-1] {

@@ -195,13 +195,15 @@ func probe(ctx context.Context, cl *kgo.Client) (sourceInfo, error) {
 	}
 	info.fetchVersion = -1
 	for _, k := range av.ApiKeys {
-		switch k.ApiKey {
-		case int16(kmsg.Fetch):
+		if k.ApiKey == int16(kmsg.Fetch) {
 			info.fetchVersion = min(k.MaxVersion, maxMirrorFetchVersion)
-		case wire.KeyReadLastMirroredEpochs:
-			// Kafka assigns no API to key 104; a source advertising it
-			// at version 0 is a kmirror.
-			info.supportsLME = k.MinVersion <= 0 && k.MaxVersion >= 0
+		}
+	}
+	// A source serves the mirror APIs when it says so with the feature,
+	// whatever API its key numbers name (Kafka may assign any key).
+	for _, f := range av.SupportedFeatures {
+		if f.Name == wire.MirrorFeature {
+			info.supportsLME = f.MinVersion <= wire.MirrorFeatureVersion && f.MaxVersion >= wire.MirrorFeatureVersion
 		}
 	}
 	if info.fetchVersion < minMirrorFetchVersion {

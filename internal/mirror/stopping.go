@@ -156,7 +156,7 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	d.pauseAt(ctx, pauseLMEPersisted)
 	// 5.
 	rctx, cancel = context.WithTimeout(ctx, d.m.cfg.RequestTimeout)
-	info, err := d.part.AppendInEpoch(rctx, record.BuildMirrorPIDReset(d.m.cfg.Now().UnixMilli(), d.leaderEpoch),
+	info, err := d.part.AppendInEpoch(rctx, record.BuildMirrorPIDReset(d.m.cfg.Now().UnixMilli(), d.leaderEpoch, logSource),
 		storage.OriginCoordinator, d.leaderEpoch)
 	cancel()
 	if err != nil {

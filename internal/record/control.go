@@ -166,11 +166,100 @@ func ParseEndTxnMarker(batch []byte) (EndTxnMarker, error) {
 	return EndTxnMarker{Commit: t == ControlCommit, CoordinatorEpoch: int32(binary.BigEndian.Uint32(v[2:]))}, nil
 }
 
+// MirrorPIDReset is the value of a MIRROR_PID_RESET control record: which
+// source cluster's producers the barrier forgets. Version 0 (the first
+// barriers) holds no id; version 1 adds SourceClusterID. Later versions may
+// append fields, which readers skip.
+//
+// Version 1 layout: version int16, then the source cluster id as a Kafka
+// (non-flexible) string: int16 length, then that many bytes.
+type MirrorPIDReset struct {
+	Version         int16
+	SourceClusterID string // "" in version 0
+}
+
+// MirrorPIDResetVersion is the value version BuildMirrorPIDReset writes.
+const MirrorPIDResetVersion int16 = 1
+
+// maxClusterIDLen is the longest source cluster id a version 1 value holds
+// (an int16 length); Kafka's cluster ids have 22 characters.
+const maxClusterIDLen = 1<<15 - 1
+
+// EncodeMirrorPIDReset returns a MIRROR_PID_RESET record value of
+// v.Version (0, or 1 and above written as version 1's fields). A source
+// cluster id longer than an int16 length allows is cut to that length: the
+// id names the source for people and tools, and the barrier must be
+// written whatever a source called itself.
+func EncodeMirrorPIDReset(v MirrorPIDReset) []byte {
+	out := binary.BigEndian.AppendUint16(nil, uint16(v.Version))
+	if v.Version < 1 {
+		return out
+	}
+	id := v.SourceClusterID
+	if len(id) > maxClusterIDLen {
+		id = id[:maxClusterIDLen]
+	}
+	out = binary.BigEndian.AppendUint16(out, uint16(len(id)))
+	return append(out, id...)
+}
+
+// ParseMirrorPIDResetValue decodes a MIRROR_PID_RESET record value. Like
+// Kafka's control record readers it accepts versions above the one it
+// writes, ignoring bytes after the fields it knows; a value too short for
+// its version's fields, a negative version or a negative string length is
+// corrupt.
+func ParseMirrorPIDResetValue(value []byte) (MirrorPIDReset, error) {
+	if len(value) < 2 {
+		return MirrorPIDReset{}, fmt.Errorf("MIRROR_PID_RESET value of %d bytes, need 2: %w", len(value), ErrCorrupt)
+	}
+	v := MirrorPIDReset{Version: int16(binary.BigEndian.Uint16(value))}
+	if v.Version < 0 {
+		return MirrorPIDReset{}, fmt.Errorf("MIRROR_PID_RESET version %d: %w", v.Version, ErrCorrupt)
+	}
+	if v.Version == 0 {
+		return v, nil
+	}
+	rest := value[2:]
+	if len(rest) < 2 {
+		return MirrorPIDReset{}, fmt.Errorf("MIRROR_PID_RESET version %d value of %d bytes, no source cluster id: %w", v.Version, len(value), ErrCorrupt)
+	}
+	n := int16(binary.BigEndian.Uint16(rest))
+	if n < 0 || int(n) > len(rest)-2 {
+		return MirrorPIDReset{}, fmt.Errorf("MIRROR_PID_RESET source cluster id of length %d in %d bytes: %w", n, len(rest)-2, ErrCorrupt)
+	}
+	v.SourceClusterID = string(rest[2 : 2+int(n)])
+	return v, nil
+}
+
+// ParseMirrorPIDReset decodes the MIRROR_PID_RESET control record of a
+// control batch. It does not check the CRC.
+func ParseMirrorPIDReset(batch []byte) (MirrorPIDReset, error) {
+	rec, err := firstControlRecord(batch)
+	if err != nil {
+		return MirrorPIDReset{}, err
+	}
+	off := baseOffsetOf(batch)
+	t, err := ParseControlKey(rec.Key)
+	if err != nil {
+		return MirrorPIDReset{}, fmt.Errorf("batch at offset %d: %w", off, err)
+	}
+	if t != ControlMirrorPIDReset {
+		return MirrorPIDReset{}, fmt.Errorf("batch at offset %d holds a %s control record, not MIRROR_PID_RESET", off, t)
+	}
+	v, err := ParseMirrorPIDResetValue(rec.Value)
+	if err != nil {
+		return MirrorPIDReset{}, fmt.Errorf("batch at offset %d: %w", off, err)
+	}
+	return v, nil
+}
+
 // BuildMirrorPIDReset returns a MIRROR_PID_RESET control batch: control set,
 // not transactional, no producer (id, epoch and base sequence -1), one record
-// whose value is version 0. Appending it makes every replica drop all producer
-// state at that offset; a mirrored partition appends one when it fails over.
-func BuildMirrorPIDReset(timestamp int64, leaderEpoch int32) []byte {
+// whose value is version 1 naming the source cluster whose producers it
+// forgets (see EncodeMirrorPIDReset). Appending it makes every replica drop
+// all producer state at that offset; a mirrored partition appends one when
+// it fails over.
+func BuildMirrorPIDReset(timestamp int64, leaderEpoch int32, sourceClusterID string) []byte {
 	return buildControl(BatchSpec{
 		PartitionLeaderEpoch: leaderEpoch,
 		ProducerID:           noProducerID,
@@ -178,7 +267,7 @@ func BuildMirrorPIDReset(timestamp int64, leaderEpoch int32) []byte {
 		BaseSequence:         noSequence,
 		Control:              true,
 		BaseTimestamp:        timestamp,
-	}, ControlMirrorPIDReset, []byte{0, 0})
+	}, ControlMirrorPIDReset, EncodeMirrorPIDReset(MirrorPIDReset{Version: MirrorPIDResetVersion, SourceClusterID: sourceClusterID}))
 }
 
 // buildControl builds an uncompressed batch of one control record.

@@ -7,9 +7,35 @@ import (
 )
 
 // mirrorPIDResetFixture is the MIRROR_PID_RESET batch BuildMirrorPIDReset
-// must produce for timestamp 1700000000000 and leader epoch 5, written by
-// hand; CRC computed independently.
+// must produce for timestamp 1700000000000, leader epoch 5 and source
+// cluster "src", written by hand; CRC computed independently.
 const mirrorPIDResetFixture = `
+00 00 00 00 00 00 00 00   baseOffset            0 (assigned on append)
+00 00 00 43               batchLength           67
+00 00 00 05               partitionLeaderEpoch  5
+02                        magic
+50 f5 a8 3a               crc
+00 20                     attributes            control, not transactional
+00 00 00 00               lastOffsetDelta       0
+00 00 01 8b cf e5 68 00   baseTimestamp         1700000000000
+00 00 01 8b cf e5 68 00   maxTimestamp          1700000000000
+ff ff ff ff ff ff ff ff   producerId            -1
+ff ff                     producerEpoch         -1
+ff ff ff ff               baseSequence          -1
+00 00 00 01               recordsCount          1
+22                        record length         varint 17
+00                        attributes
+00                        timestampDelta        0
+00                        offsetDelta           0
+08 00 00 00 07            key                   4 bytes: version 0, type 7 (MIRROR_PID_RESET)
+0e 00 01 00 03 73 72 63   value                 7 bytes: version 1, sourceClusterId "src"
+00                        headers count         0
+`
+
+// mirrorPIDResetV0Fixture is a MIRROR_PID_RESET batch of the first
+// barriers (value version 0, no source cluster id), which logs written
+// before version 1 hold and which must still decode.
+const mirrorPIDResetV0Fixture = `
 00 00 00 00 00 00 00 00   baseOffset            0 (assigned on append)
 00 00 00 3e               batchLength           62
 00 00 00 05               partitionLeaderEpoch  5
@@ -60,7 +86,7 @@ ff ff ff ff               baseSequence          -1
 
 func TestBuildMirrorPIDResetLayout(t *testing.T) {
 	want := decodeFixture(t, mirrorPIDResetFixture)
-	got := BuildMirrorPIDReset(1700000000000, 5)
+	got := BuildMirrorPIDReset(1700000000000, 5, "src")
 	if !bytes.Equal(got, want) {
 		t.Fatalf("BuildMirrorPIDReset:\n got %x\nwant %x", got, want)
 	}
@@ -80,6 +106,63 @@ func TestBuildMirrorPIDResetLayout(t *testing.T) {
 	}
 	if _, err := ParseEndTxnMarker(got); err == nil {
 		t.Fatal("ParseEndTxnMarker accepted a MIRROR_PID_RESET batch")
+	}
+}
+
+func TestParseMirrorPIDReset(t *testing.T) {
+	v, err := ParseMirrorPIDReset(decodeFixture(t, mirrorPIDResetFixture))
+	if err != nil || v != (MirrorPIDReset{Version: 1, SourceClusterID: "src"}) {
+		t.Fatalf("version 1 fixture = %+v, %v", v, err)
+	}
+	// Barriers written before version 1 still decode, without an id.
+	v0 := decodeFixture(t, mirrorPIDResetV0Fixture)
+	if err := ValidateRecords(v0, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ParseMirrorPIDReset(v0); err != nil || v != (MirrorPIDReset{}) {
+		t.Fatalf("version 0 fixture = %+v, %v", v, err)
+	}
+	if _, err := ParseMirrorPIDReset(BuildEndTxnMarker(1, 0, EndTxnMarker{Commit: true}, 1, 0)); err == nil {
+		t.Fatal("ParseMirrorPIDReset accepted a COMMIT marker")
+	}
+
+	for _, c := range []struct {
+		name  string
+		value []byte
+		want  MirrorPIDReset
+		ok    bool
+	}{
+		{"version 0", []byte{0, 0}, MirrorPIDReset{}, true},
+		{"version 0 with later bytes", []byte{0, 0, 9, 9}, MirrorPIDReset{}, true},
+		{"version 1", []byte{0, 1, 0, 2, 'i', 'd'}, MirrorPIDReset{Version: 1, SourceClusterID: "id"}, true},
+		{"version 1 empty id", []byte{0, 1, 0, 0}, MirrorPIDReset{Version: 1}, true},
+		{"version 2 with a field appended", []byte{0, 2, 0, 1, 'x', 0, 0, 0, 7}, MirrorPIDReset{Version: 2, SourceClusterID: "x"}, true},
+		{"empty", nil, MirrorPIDReset{}, false},
+		{"one byte", []byte{0}, MirrorPIDReset{}, false},
+		{"negative version", []byte{0xff, 0xfe}, MirrorPIDReset{}, false},
+		{"version 1 without id", []byte{0, 1}, MirrorPIDReset{}, false},
+		{"version 1 half a length", []byte{0, 1, 0}, MirrorPIDReset{}, false},
+		{"id longer than the value", []byte{0, 1, 0, 5, 'a'}, MirrorPIDReset{}, false},
+		{"negative id length", []byte{0, 1, 0xff, 0xff}, MirrorPIDReset{}, false},
+	} {
+		got, err := ParseMirrorPIDResetValue(c.value)
+		if c.ok != (err == nil) || got != c.want {
+			t.Errorf("%s: %+v, %v; want %+v ok=%v", c.name, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: error %v is not ErrCorrupt", c.name, err)
+		}
+	}
+
+	// Encoding round-trips, and an id too long for its int16 length is cut.
+	for _, v := range []MirrorPIDReset{{}, {Version: 1}, {Version: 1, SourceClusterID: "MKtJYmk1Si63JHU6QdLfjg"}} {
+		if got, err := ParseMirrorPIDResetValue(EncodeMirrorPIDReset(v)); err != nil || got != v {
+			t.Errorf("round trip of %+v = %+v, %v", v, got, err)
+		}
+	}
+	long := MirrorPIDReset{Version: 1, SourceClusterID: string(bytes.Repeat([]byte("c"), 1<<16))}
+	if got, err := ParseMirrorPIDResetValue(EncodeMirrorPIDReset(long)); err != nil || got.SourceClusterID != long.SourceClusterID[:1<<15-1] {
+		t.Errorf("a 64 KiB id decodes as %d bytes, %v", len(got.SourceClusterID), err)
 	}
 }
 

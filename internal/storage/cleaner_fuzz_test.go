@@ -120,7 +120,7 @@ func cleanerFuzzSeeds(t testing.TB) [][]byte {
 	txn.pid, txn.epoch, txn.seq, txn.txn = 2, 0, 0, true
 	abort := record.BuildEndTxnMarker(2, 0, record.EndTxnMarker{}, 1_700_000_000_000, 0)
 	record.SetBaseOffset(abort, 7)
-	reset := record.BuildMirrorPIDReset(1_700_000_000_000, 0)
+	reset := record.BuildMirrorPIDReset(1_700_000_000_000, 0, "src")
 	record.SetBaseOffset(reset, 8)
 	empty := emptyBatch(headerOf(t, mk(p(9, record.CodecNone), put("x", "1"), put("y", "1"))))
 	return [][]byte{

@@ -166,7 +166,7 @@ func (m *cleanerModel) step() {
 		if len(m.openTxn) > 0 {
 			return
 		}
-		ct.append(record.BuildMirrorPIDReset(ct.clk.Ms(), 0))
+		ct.append(record.BuildMirrorPIDReset(ct.clk.Ms(), 0, "src"))
 		m.pidBase += 1000
 		m.note("MIRROR_PID_RESET")
 	case k < 76:

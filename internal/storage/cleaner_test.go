@@ -464,7 +464,7 @@ func TestCleanerKeepsMirrorPIDReset(t *testing.T) {
 	s := plain(0, ct.clk.Ms())
 	s.pid, s.epoch, s.seq = 9, 0, 0
 	ct.append(kvBatch(t, s, put("a", "1"))) // 0: producer 9
-	reset := record.BuildMirrorPIDReset(ct.clk.Ms(), 0)
+	reset := record.BuildMirrorPIDReset(ct.clk.Ms(), 0, "src")
 	ct.append(append([]byte(nil), reset...)) // 1
 	ct.put(put("a", "2"))                    // 2
 	ct.roll()

@@ -20,7 +20,7 @@ func TestAppendAsLeaderValidation(t *testing.T) {
 	good := func() []byte { return mkBatch(t, plain(2, now)) }
 	corruptCRC := func() []byte { b := good(); b[len(b)-1] ^= 1; return b }
 	tooLarge := func() []byte { s := plain(40, now); s.valueSize = 1024; return mkBatch(t, s) }
-	control := func() []byte { return record.BuildMirrorPIDReset(now, 0) }
+	control := func() []byte { return record.BuildMirrorPIDReset(now, 0, "src") }
 	future := func() []byte { return mkBatch(t, plain(1, now+2*3600*1000)) }
 	old := func() []byte { return mkBatch(t, plain(1, now-10_000)) }
 	noSeq := func() []byte { s := plain(1, now); s.pid, s.epoch, s.seq = 5, 0, -1; return mkBatch(t, s) }
@@ -286,10 +286,10 @@ func TestMirrorPIDResetClearsProducers(t *testing.T) {
 		if n := len(l.ActiveProducers()); n != 2 {
 			t.Fatalf("%d producers", n)
 		}
-		if _, err := l.AppendAsLeader(record.BuildMirrorPIDReset(clk.Ms(), 0), 1, OriginClient); !errors.Is(err, kerr.InvalidRecord) {
+		if _, err := l.AppendAsLeader(record.BuildMirrorPIDReset(clk.Ms(), 0, "src"), 1, OriginClient); !errors.Is(err, kerr.InvalidRecord) {
 			t.Fatalf("reset from a client: %v", err)
 		}
-		if _, err := l.AppendAsLeader(record.BuildMirrorPIDReset(clk.Ms(), 0), 1, OriginCoordinator); err != nil {
+		if _, err := l.AppendAsLeader(record.BuildMirrorPIDReset(clk.Ms(), 0, "src"), 1, OriginCoordinator); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(l.ActiveProducers()); n != 0 {
@@ -309,7 +309,7 @@ func TestMirrorPIDResetClearsProducers(t *testing.T) {
 			record.SetBaseOffset(b, int64(2*i))
 			in = append(in, b...)
 		}
-		reset := record.BuildMirrorPIDReset(clk.Ms(), 0)
+		reset := record.BuildMirrorPIDReset(clk.Ms(), 0, "src")
 		record.SetBaseOffset(reset, 4)
 		in = append(in, reset...)
 		if _, err := l.AppendAsFollower(in); err != nil {

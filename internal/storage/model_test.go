@@ -197,7 +197,7 @@ func (r *modelRun) leaderAppend() {
 		}
 		inputs = append(inputs, mkBatch(r.t, s))
 	default: // a failing-over mirror resets producer state
-		inputs = append(inputs, record.BuildMirrorPIDReset(r.clk.Ms(), 0))
+		inputs = append(inputs, record.BuildMirrorPIDReset(r.clk.Ms(), 0, "src"))
 		origin = OriginCoordinator
 	}
 	var buf []byte
@@ -249,7 +249,7 @@ func (r *modelRun) followerAppend() {
 		var b []byte
 		switch k := r.rng.IntN(10); {
 		case k == 0:
-			b = record.BuildMirrorPIDReset(r.clk.Ms(), r.epoch)
+			b = record.BuildMirrorPIDReset(r.clk.Ms(), r.epoch, "src")
 		case k < 3:
 			s := r.spec()
 			s.pid, s.epoch, s.seq = int64(200+r.rng.IntN(3)), 0, int32(r.rng.IntN(1000))

@@ -340,6 +340,6 @@ func TestKgoSendsMirrorRequests(t *testing.T) {
 	}
 	defer plain.Close()
 	if _, err := plain.Request(ctx, &ListMirrorsRequest{}); err == nil {
-		t.Fatal("stock kgo sent key 98")
+		t.Fatal("stock kgo sent ListMirrors")
 	}
 }

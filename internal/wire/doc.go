@@ -2,12 +2,12 @@
 // and response headers, the registry of served API keys and versions (what
 // ApiVersions advertises), the mapping of Go errors to Kafka error codes, a
 // minimal client connection for inter-node RPCs, and the message types that
-// franz-go's kmsg does not have: the mirror APIs, keys 94 to 104.
+// franz-go's kmsg does not have: the mirror APIs, keys 9000 to 9010.
 //
-// Standard Kafka messages are kmsg types. kmsg's key 94 is
-// UnregisterController, which kmirror does not serve: in kmirror keys 94 to
-// 104 are the mirror APIs, and Registry.NewRequest returns this package's
-// types for them.
+// Standard Kafka messages are kmsg types. The mirror APIs live on keys no
+// Kafka release uses (see mirror_keys.go), and Registry.NewRequest returns
+// this package's types for them. A peer's support for them is the
+// MirrorFeature it advertises in ApiVersions.
 //
 // Decoding never panics on untrusted bytes and never allocates more than a
 // small multiple of the bytes it was given: every length read from the wire is

@@ -64,7 +64,14 @@ func populate(v reflect.Value, depth int) {
 func seedFrames() [][]byte {
 	id := "seed"
 	var out [][]byte
-	for k := int16(0); k <= MaxMirrorKey; k++ {
+	keys := []int16{}
+	for k := int16(0); k <= kmsg.MaxKey; k++ {
+		keys = append(keys, k)
+	}
+	for k := MinMirrorKey; k <= MaxMirrorKey; k++ {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
 		if newRequest(k) == nil {
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// CreateMirrorRequest (key 94) creates a mirror: a named link to a source
+// CreateMirrorRequest (key 9000) creates a mirror: a named link to a source
 // cluster, described by source client properties (bootstrap.servers,
 // security.protocol, SASL and TLS settings, client id, sync options). It is
 // an admin request: kgo routes it to the controller.
@@ -49,7 +49,7 @@ func (c *CreateMirrorRequestConfig) readFrom(r *Reader) {
 	c.UnknownTags = r.Tags()
 }
 
-// Key returns 94.
+// Key returns 9000.
 func (*CreateMirrorRequest) Key() int16 { return KeyCreateMirror }
 
 // MaxVersion returns 0.
@@ -122,7 +122,7 @@ type CreateMirrorResponse struct {
 	UnknownTags Tags
 }
 
-// Key returns 94.
+// Key returns 9000.
 func (*CreateMirrorResponse) Key() int16 { return KeyCreateMirror }
 
 // MaxVersion returns 0.

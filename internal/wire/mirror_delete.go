@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DeleteMirrorRequest (key 97) deletes a mirror. The controller allows it
+// DeleteMirrorRequest (key 9003) deletes a mirror. The controller allows it
 // only when the mirror has no topics or all of them are STOPPED; it then
 // tombstones the mirror's config and its __mirror_state records, and the name
 // becomes reusable. It is an admin request: kgo routes it to the controller.
@@ -21,7 +21,7 @@ type DeleteMirrorRequest struct {
 	UnknownTags Tags
 }
 
-// Key returns 97.
+// Key returns 9003.
 func (*DeleteMirrorRequest) Key() int16 { return KeyDeleteMirror }
 
 // MaxVersion returns 0.
@@ -90,7 +90,7 @@ type DeleteMirrorResponse struct {
 	UnknownTags Tags
 }
 
-// Key returns 97.
+// Key returns 9003.
 func (*DeleteMirrorResponse) Key() int16 { return KeyDeleteMirror }
 
 // MaxVersion returns 0.

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeMirrorsRequest (key 99) describes mirrors: their configs (secrets
+// DescribeMirrorsRequest (key 9005) describes mirrors: their configs (secrets
 // hidden), topics, per-partition state and lag, and periodic syncs. It is an
 // admin request: kgo routes it to the controller.
 type DescribeMirrorsRequest struct {
@@ -21,7 +21,7 @@ type DescribeMirrorsRequest struct {
 	UnknownTags Tags
 }
 
-// Key returns 99.
+// Key returns 9005.
 func (*DescribeMirrorsRequest) Key() int16 { return KeyDescribeMirrors }
 
 // MaxVersion returns 0.
@@ -290,7 +290,7 @@ func (m *DescribeMirrorsResponseMirror) readFrom(r *Reader) {
 	m.UnknownTags = r.Tags()
 }
 
-// Key returns 99.
+// Key returns 9005.
 func (*DescribeMirrorsResponse) Key() int16 { return KeyDescribeMirrors }
 
 // MaxVersion returns 0.

@@ -8,24 +8,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
-// API keys of the mirror RPCs. They occupy 94 to 104; kmsg's key 94
-// (UnregisterController) is not served by kmirror.
+// API keys of the mirror RPCs: 9000 to 9010, a block far above every key an
+// Apache Kafka release uses (4.4 ends at 94, UnregisterController) and
+// below the int16 limit, so that no Kafka API upstream adds collides with
+// them. They were 94 to 104 until Kafka 4.x took 94 and KIP-1279 began
+// assigning that range to Kafka's own mirroring. docs/protocol.md has the
+// table and how to remap them; a test reads a real Kafka broker's
+// ApiVersions and fails on any overlap (internal/testcluster/kafkacluster).
+// Whether a peer serves them is negotiated with MirrorFeature, never
+// inferred from a key number.
 const (
-	KeyCreateMirror           int16 = 94
-	KeyAddTopicsToMirror      int16 = 95
-	KeyRemoveTopicsFromMirror int16 = 96
-	KeyDeleteMirror           int16 = 97
-	KeyListMirrors            int16 = 98
-	KeyDescribeMirrors        int16 = 99
-	KeyReadMirrorStates       int16 = 100
-	KeyWriteMirrorStates      int16 = 101
-	KeyPauseMirrorTopics      int16 = 102
-	KeyResumeMirrorTopics     int16 = 103
-	KeyReadLastMirroredEpochs int16 = 104
+	KeyCreateMirror           int16 = 9000
+	KeyAddTopicsToMirror      int16 = 9001
+	KeyRemoveTopicsFromMirror int16 = 9002
+	KeyDeleteMirror           int16 = 9003
+	KeyListMirrors            int16 = 9004
+	KeyDescribeMirrors        int16 = 9005
+	KeyReadMirrorStates       int16 = 9006
+	KeyWriteMirrorStates      int16 = 9007
+	KeyPauseMirrorTopics      int16 = 9008
+	KeyResumeMirrorTopics     int16 = 9009
+	KeyReadLastMirroredEpochs int16 = 9010
 
 	// MinMirrorKey and MaxMirrorKey bound the mirror API keys.
 	MinMirrorKey = KeyCreateMirror
 	MaxMirrorKey = KeyReadLastMirroredEpochs
+)
+
+// MirrorFeature is the feature a kmirror broker advertises in ApiVersions'
+// SupportedFeatures (v3+) while it serves the mirror APIs, at versions 1 to
+// MirrorFeatureVersion: version 1 is the eleven APIs at version 0 on the keys
+// above. A peer that serves them is known by this feature, not by a key
+// number: Kafka may assign any key to an API of its own. Moving the APIs to
+// other keys, or changing them incompatibly, is a new feature version.
+const (
+	MirrorFeature              = "kmirror.mirror.version"
+	MirrorFeatureVersion int16 = 1
 )
 
 var mirrorNames = [...]string{
@@ -38,8 +56,8 @@ var mirrorNames = [...]string{
 func IsMirrorKey(key int16) bool { return key >= MinMirrorKey && key <= MaxMirrorKey }
 
 // APIName returns the name of an API key as kmirror serves it: the mirror API
-// names for 94 to 104, kmsg's names otherwise, "Unknown(<key>)" for keys
-// neither knows.
+// names for the mirror keys, kmsg's names otherwise, "Unknown(<key>)" for
+// keys neither knows.
 func APIName(key int16) string {
 	if IsMirrorKey(key) {
 		return mirrorNames[key-MinMirrorKey]
@@ -91,9 +109,9 @@ func NewMirrorResponse(key int16) kmsg.Response {
 
 // MirrorClientVersions adds the mirror keys at version 0 to base (a fresh
 // kversion.Stable() when nil) and returns it. A franz-go client sends only keys
-// its configured versions contain, and the stock tables end at 94 with kmsg's
-// UnregisterController, so a kgo client that talks to the mirror APIs must be
-// built with kgo.MaxVersions(wire.MirrorClientVersions(nil)).
+// its configured versions contain, and the stock tables hold only Kafka's
+// keys, so a kgo client that talks to the mirror APIs must be built with
+// kgo.MaxVersions(wire.MirrorClientVersions(nil)).
 func MirrorClientVersions(base *kversion.Versions) *kversion.Versions {
 	if base == nil {
 		base = kversion.Stable()

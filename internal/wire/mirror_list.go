@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListMirrorsRequest (key 98) lists the mirrors of the cluster. It has no
+// ListMirrorsRequest (key 9004) lists the mirrors of the cluster. It has no
 // fields besides tags. It is an admin request: kgo routes it to the
 // controller.
 type ListMirrorsRequest struct {
@@ -16,7 +16,7 @@ type ListMirrorsRequest struct {
 	UnknownTags Tags
 }
 
-// Key returns 98.
+// Key returns 9004.
 func (*ListMirrorsRequest) Key() int16 { return KeyListMirrors }
 
 // MaxVersion returns 0.
@@ -88,7 +88,7 @@ type ListMirrorsResponseMirror struct {
 
 const minListMirrorsResponseMirror = minString + minString + 4 + minTags
 
-// Key returns 98.
+// Key returns 9004.
 func (*ListMirrorsResponse) Key() int16 { return KeyListMirrors }
 
 // MaxVersion returns 0.

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ReadLastMirroredEpochsRequest (key 104) is sent by a destination broker to
+// ReadLastMirroredEpochsRequest (key 9010) is sent by a destination broker to
 // its source cluster while PREPARING: for each partition, what is the
 // greatest leader epoch of the asking cluster that the source holds (the Last
 // Mirrored Epoch, LME), recorded when the source itself failed over from a
@@ -38,7 +38,7 @@ type ReadLastMirroredEpochsRequestTopic struct {
 
 const minReadLMERequestTopic = minUUID + minString + 1 + minTags
 
-// Key returns 104.
+// Key returns 9010.
 func (*ReadLastMirroredEpochsRequest) Key() int16 { return KeyReadLastMirroredEpochs }
 
 // MaxVersion returns 0.
@@ -141,7 +141,7 @@ const (
 	minReadLMEResponseTopic     = minUUID + minString + 1 + minTags
 )
 
-// Key returns 104.
+// Key returns 9010.
 func (*ReadLastMirroredEpochsResponse) Key() int16 { return KeyReadLastMirroredEpochs }
 
 // MaxVersion returns 0.

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ReadMirrorStatesRequest (key 100) asks the mirror coordinator (the leader
+// ReadMirrorStatesRequest (key 9006) asks the mirror coordinator (the leader
 // of the __mirror_state partition that holds each key) for the persisted
 // state of mirrored partitions. Brokers send it to each other when the
 // coordinator of a partition's key is on another node.
@@ -33,7 +33,7 @@ type ReadMirrorStatesRequestPartition struct {
 
 const minReadMirrorStatesRequestPartition = minString + minUUID + 4 + minTags
 
-// Key returns 100.
+// Key returns 9006.
 func (*ReadMirrorStatesRequest) Key() int16 { return KeyReadMirrorStates }
 
 // MaxVersion returns 0.
@@ -136,7 +136,7 @@ type ReadMirrorStatesResponsePartition struct {
 
 const minReadMirrorStatesResponsePartition = minString + minUUID + 4 + 2 + 1 + 1 + 4 + 4 + 8 + 1 + minTags
 
-// Key returns 100.
+// Key returns 9006.
 func (*ReadMirrorStatesResponse) Key() int16 { return KeyReadMirrorStates }
 
 // MaxVersion returns 0.

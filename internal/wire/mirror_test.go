@@ -319,7 +319,11 @@ func TestMirrorPartitionStateNames(t *testing.T) {
 }
 
 func TestAPIName(t *testing.T) {
-	cases := map[int16]string{0: "Produce", 18: "ApiVersions", 94: "CreateMirror", 99: "DescribeMirrors", 104: "ReadLastMirroredEpochs", 30000: "Unknown(30000)"}
+	cases := map[int16]string{
+		0: "Produce", 18: "ApiVersions", 94: "UnregisterController",
+		9000: "CreateMirror", 9005: "DescribeMirrors", 9010: "ReadLastMirroredEpochs",
+		30000: "Unknown(30000)",
+	}
 	for k, w := range cases {
 		if got := APIName(k); got != w {
 			t.Errorf("APIName(%d) = %q, want %q", k, got, w)

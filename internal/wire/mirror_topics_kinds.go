@@ -9,11 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// AddTopicsToMirrorRequest (key 95) adds destination topics to a mirror. The controller checks that each topic exists on the source and is in no mirror, creates it on the destination with the source's topic id, partition count and configs if it is missing, and sets its mirror.name config to the mirror. It is an admin request: kgo routes it to the
+// AddTopicsToMirrorRequest (key 9001) adds destination topics to a mirror. The controller checks that each topic exists on the source and is in no mirror, creates it on the destination with the source's topic id, partition count and configs if it is missing, and sets its mirror.name config to the mirror. It is an admin request: kgo routes it to the
 // controller. Its fields are MirrorTopicsRequest's.
 type AddTopicsToMirrorRequest MirrorTopicsRequest
 
-// Key returns 95.
+// Key returns 9001.
 func (*AddTopicsToMirrorRequest) Key() int16 { return KeyAddTopicsToMirror }
 
 // MaxVersion returns 0.
@@ -60,7 +60,7 @@ func (v *AddTopicsToMirrorRequest) ReadFrom(src []byte) error {
 // AddTopicsToMirrorResponse answers AddTopicsToMirrorRequest. Its fields are MirrorTopicsResponse's.
 type AddTopicsToMirrorResponse MirrorTopicsResponse
 
-// Key returns 95.
+// Key returns 9001.
 func (*AddTopicsToMirrorResponse) Key() int16 { return KeyAddTopicsToMirror }
 
 // MaxVersion returns 0.
@@ -98,11 +98,11 @@ func (v *AddTopicsToMirrorResponse) ReadFrom(src []byte) error {
 	return (*MirrorTopicsResponse)(v).readFrom(KeyAddTopicsToMirror, src)
 }
 
-// RemoveTopicsFromMirrorRequest (key 96) fails topics over: allowed from MIRRORING or PAUSED, it sets mirror.name to "<mirror>.removed"; each partition then goes through STOPPING to STOPPED and becomes writable. It is an admin request: kgo routes it to the
+// RemoveTopicsFromMirrorRequest (key 9002) fails topics over: allowed from MIRRORING or PAUSED, it sets mirror.name to "<mirror>.removed"; each partition then goes through STOPPING to STOPPED and becomes writable. It is an admin request: kgo routes it to the
 // controller. Its fields are MirrorTopicsRequest's.
 type RemoveTopicsFromMirrorRequest MirrorTopicsRequest
 
-// Key returns 96.
+// Key returns 9002.
 func (*RemoveTopicsFromMirrorRequest) Key() int16 { return KeyRemoveTopicsFromMirror }
 
 // MaxVersion returns 0.
@@ -151,7 +151,7 @@ func (v *RemoveTopicsFromMirrorRequest) ReadFrom(src []byte) error {
 // RemoveTopicsFromMirrorResponse answers RemoveTopicsFromMirrorRequest. Its fields are MirrorTopicsResponse's.
 type RemoveTopicsFromMirrorResponse MirrorTopicsResponse
 
-// Key returns 96.
+// Key returns 9002.
 func (*RemoveTopicsFromMirrorResponse) Key() int16 { return KeyRemoveTopicsFromMirror }
 
 // MaxVersion returns 0.
@@ -189,11 +189,11 @@ func (v *RemoveTopicsFromMirrorResponse) ReadFrom(src []byte) error {
 	return (*MirrorTopicsResponse)(v).readFrom(KeyRemoveTopicsFromMirror, src)
 }
 
-// PauseMirrorTopicsRequest (key 102) pauses mirroring of topics (only from MIRRORING) by setting mirror.name to "<mirror>.paused"; the topics stay read-only. It is an admin request: kgo routes it to the
+// PauseMirrorTopicsRequest (key 9008) pauses mirroring of topics (only from MIRRORING) by setting mirror.name to "<mirror>.paused"; the topics stay read-only. It is an admin request: kgo routes it to the
 // controller. Its fields are MirrorTopicsRequest's.
 type PauseMirrorTopicsRequest MirrorTopicsRequest
 
-// Key returns 102.
+// Key returns 9008.
 func (*PauseMirrorTopicsRequest) Key() int16 { return KeyPauseMirrorTopics }
 
 // MaxVersion returns 0.
@@ -240,7 +240,7 @@ func (v *PauseMirrorTopicsRequest) ReadFrom(src []byte) error {
 // PauseMirrorTopicsResponse answers PauseMirrorTopicsRequest. Its fields are MirrorTopicsResponse's.
 type PauseMirrorTopicsResponse MirrorTopicsResponse
 
-// Key returns 102.
+// Key returns 9008.
 func (*PauseMirrorTopicsResponse) Key() int16 { return KeyPauseMirrorTopics }
 
 // MaxVersion returns 0.
@@ -278,11 +278,11 @@ func (v *PauseMirrorTopicsResponse) ReadFrom(src []byte) error {
 	return (*MirrorTopicsResponse)(v).readFrom(KeyPauseMirrorTopics, src)
 }
 
-// ResumeMirrorTopicsRequest (key 103) resumes paused topics (only when paused) by removing the ".paused" suffix; mirroring continues from the log end without truncation. It is an admin request: kgo routes it to the
+// ResumeMirrorTopicsRequest (key 9009) resumes paused topics (only when paused) by removing the ".paused" suffix; mirroring continues from the log end without truncation. It is an admin request: kgo routes it to the
 // controller. Its fields are MirrorTopicsRequest's.
 type ResumeMirrorTopicsRequest MirrorTopicsRequest
 
-// Key returns 103.
+// Key returns 9009.
 func (*ResumeMirrorTopicsRequest) Key() int16 { return KeyResumeMirrorTopics }
 
 // MaxVersion returns 0.
@@ -329,7 +329,7 @@ func (v *ResumeMirrorTopicsRequest) ReadFrom(src []byte) error {
 // ResumeMirrorTopicsResponse answers ResumeMirrorTopicsRequest. Its fields are MirrorTopicsResponse's.
 type ResumeMirrorTopicsResponse MirrorTopicsResponse
 
-// Key returns 103.
+// Key returns 9009.
 func (*ResumeMirrorTopicsResponse) Key() int16 { return KeyResumeMirrorTopics }
 
 // MaxVersion returns 0.

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// WriteMirrorStatesRequest (key 101) asks the mirror coordinator to persist
+// WriteMirrorStatesRequest (key 9007) asks the mirror coordinator to persist
 // partition state transitions, and the Last Mirrored Epochs recorded at
 // failover, in __mirror_state. Brokers send it to each other when the
 // coordinator of a key is on another node; a transition counts as done only
@@ -72,7 +72,7 @@ const (
 	minWriteMirrorStatesRequestLME       = minString + minUUID + 4 + minString + 4 + 8 + minTags
 )
 
-// Key returns 101.
+// Key returns 9007.
 func (*WriteMirrorStatesRequest) Key() int16 { return KeyWriteMirrorStates }
 
 // MaxVersion returns 0.
@@ -186,7 +186,7 @@ type WriteMirrorStatesResponsePartition struct {
 
 const minWriteMirrorStatesResponsePartition = minString + minUUID + 4 + 2 + 1 + minTags
 
-// Key returns 101.
+// Key returns 9007.
 func (*WriteMirrorStatesResponse) Key() int16 { return KeyWriteMirrorStates }
 
 // MaxVersion returns 0.

@@ -78,8 +78,8 @@ func (r *Registry) Keys() []VersionRange {
 }
 
 // NewRequest returns an empty request for key whether or not it is served:
-// the mirror types for 94 to 104, kmsg's types otherwise, nil for a key
-// neither knows.
+// the mirror types for the mirror keys, kmsg's types otherwise, nil for a
+// key neither knows.
 func (r *Registry) NewRequest(key int16) kmsg.Request {
 	return newRequest(key)
 }
@@ -92,8 +92,10 @@ func newRequest(key int16) kmsg.Request {
 }
 
 // ApiVersionsResponse returns an ApiVersions response of the given version
-// listing every served key, sorted, with no error. For a client that asked
-// with a version this node does not serve, Kafka answers version 0 with
+// listing every served key, sorted, with no error, and MirrorFeature among
+// the supported features (v3+) when the registry serves the mirror API a
+// source answers (ReadLastMirroredEpochs). For a client that asked with a
+// version this node does not serve, Kafka answers version 0 with
 // UNSUPPORTED_VERSION and the same list: see UnsupportedApiVersionsResponse.
 func (r *Registry) ApiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
@@ -102,6 +104,11 @@ func (r *Registry) ApiVersionsResponse(version int16) *kmsg.ApiVersionsResponse 
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = vr.Key, vr.Min, vr.Max
 		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	if r.Has(KeyReadLastMirroredEpochs) {
+		f := kmsg.NewApiVersionsResponseSupportedFeature()
+		f.Name, f.MinVersion, f.MaxVersion = MirrorFeature, 1, MirrorFeatureVersion
+		resp.SupportedFeatures = append(resp.SupportedFeatures, f)
 	}
 	return resp
 }

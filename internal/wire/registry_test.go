@@ -37,12 +37,37 @@ func TestRegistry(t *testing.T) {
 	if resp.Version != 3 || resp.ErrorCode != 0 || len(resp.ApiKeys) != 3 || resp.ApiKeys[2].ApiKey != KeyListMirrors || resp.ApiKeys[0].MinVersion != 3 {
 		t.Fatalf("ApiVersionsResponse = %+v", resp)
 	}
+	if len(resp.SupportedFeatures) != 0 {
+		t.Fatalf("features without ReadLastMirroredEpochs: %+v", resp.SupportedFeatures)
+	}
+}
+
+// TestRegistryMirrorFeature: a registry that serves the source side of the
+// mirror APIs advertises the feature sources are probed for, and it
+// survives the encoding of a v3+ response.
+func TestRegistryMirrorFeature(t *testing.T) {
+	reg := NewRegistry()
+	reg.Add(int16(kmsg.ApiVersions), 0, 4)
+	reg.Add(KeyReadLastMirroredEpochs, 0, 0)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	if err := resp.ReadFrom(reg.ApiVersionsResponse(3).AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	want := []kmsg.ApiVersionsResponseSupportedFeature{{Name: MirrorFeature, MinVersion: 1, MaxVersion: MirrorFeatureVersion}}
+	if !reflect.DeepEqual(resp.SupportedFeatures, want) {
+		t.Fatalf("SupportedFeatures = %+v, want %+v", resp.SupportedFeatures, want)
+	}
 }
 
 func TestRegistryNewRequestUsesMirrorTypes(t *testing.T) {
 	reg := NewRegistry()
-	if _, ok := reg.NewRequest(94).(*CreateMirrorRequest); !ok {
-		t.Fatalf("key 94 = %T, want *CreateMirrorRequest (not kmsg's UnregisterController)", reg.NewRequest(94))
+	if _, ok := reg.NewRequest(KeyCreateMirror).(*CreateMirrorRequest); !ok {
+		t.Fatalf("key %d = %T, want *CreateMirrorRequest", KeyCreateMirror, reg.NewRequest(KeyCreateMirror))
+	}
+	// Kafka's keys keep Kafka's APIs: 94 was a mirror key once.
+	if _, ok := reg.NewRequest(94).(*kmsg.UnregisterControllerRequest); !ok {
+		t.Fatalf("key 94 = %T, want kmsg's UnregisterController", reg.NewRequest(94))
 	}
 	for k := MinMirrorKey; k <= MaxMirrorKey; k++ {
 		if reflect.TypeOf(reg.NewRequest(k)).Elem().PkgPath() != reflect.TypeOf(Registry{}).PkgPath() {

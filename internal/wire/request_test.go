@@ -151,8 +151,7 @@ func TestParseRequestUnknownAndUnsupported(t *testing.T) {
 	if h, req, err = ParseRequest(frame, reg); !errors.Is(err, ErrUnknownAPIKey) || req != nil || h.CorrelationID != 10 {
 		t.Fatalf("unserved key: %+v %v", h, err)
 	}
-	// kmsg's key 94 is UnregisterController; here it is CreateMirror and
-	// unserved unless added.
+	// A mirror key is unserved unless added.
 	frame = encodeRequest(&CreateMirrorRequest{MirrorName: "m"}, 11, nil)
 	if _, _, err = ParseRequest(frame, reg); !errors.Is(err, ErrUnknownAPIKey) {
 		t.Fatalf("unserved mirror key: %v", err)

@@ -96,7 +96,7 @@ func TestRealBatches(t *testing.T) {
 	if _, err := appendAll(Co, marker(2, 5, true, 2)); !errors.Is(err, kerr.TransactionCoordinatorFenced) {
 		t.Fatalf("zombie coordinator: %v", err)
 	}
-	a, err := appendAll(R, build(3, 0, 0, 1, true), record.BuildMirrorPIDReset(1000, 0), build(4, 0, 0, 1, false)) // 8, 9, 10
+	a, err := appendAll(R, build(3, 0, 0, 1, true), record.BuildMirrorPIDReset(1000, 0, "src"), build(4, 0, 0, 1, false)) // 8, 9, 10
 	if err != nil {
 		t.Fatal(err)
 	}

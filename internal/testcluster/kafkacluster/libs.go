@@ -1,0 +1,130 @@
+package kafkacluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Version is the Apache Kafka release the test bed runs.
+const Version = "4.4.0"
+
+// brokerJar is the jar whose presence says the libs directory is complete:
+// scripts/test.sh moves it in last.
+const brokerJar = "kafka_2.13-" + Version + ".jar"
+
+// LibsEnv names the environment variable that holds the directory of the
+// release jars (a Kafka release's libs/).
+const LibsEnv = "KMIRROR_KAFKA_LIBS"
+
+// Libs returns the directory of the Apache Kafka jars: $KMIRROR_KAFKA_LIBS,
+// or the cache scripts/test.sh fills when the variable is unset. It fails
+// the test — never skips it — when the jars or java are missing, saying
+// how to install them.
+func Libs(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(LibsEnv)
+	if dir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".cache", "kmirror", "kafka-"+Version, "libs")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, brokerJar)); err != nil {
+		t.Fatalf("kafkacluster: no Apache Kafka %s jars: %s=%q has no %s (%v).\n"+
+			"Run scripts/test.sh, which installs them, or copy them yourself:\n"+
+			"  mvn -q -f test/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=%q\n"+
+			"and set %s to that directory.",
+			Version, LibsEnv, os.Getenv(LibsEnv), brokerJar, err, dir, LibsEnv)
+	}
+	javaBin(t)
+	return dir
+}
+
+// classPath returns the class path of every jar in libs (the java launcher
+// expands the wildcard).
+func classPath(libs string) string { return filepath.Join(libs, "*") }
+
+// javaBin returns the java launcher: $JAVA_HOME/bin/java, else java on
+// PATH. It fails the test when there is none.
+func javaBin(t testing.TB) string {
+	t.Helper()
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		if p := filepath.Join(home, "bin", "java"); isExecutable(p) {
+			return p
+		}
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		t.Fatalf("kafkacluster: no java (Java 17) on PATH: run scripts/test.sh, which installs it (%v)", err)
+	}
+	return p
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+// ToolTimeout bounds one RunTool.
+const ToolTimeout = 2 * time.Minute
+
+// ToolResult is what a Kafka tool printed and how it exited.
+type ToolResult struct {
+	Stdout, Stderr string
+	// ExitCode is the tool's exit status, -1 when a signal ended it.
+	ExitCode int
+}
+
+// RunTool runs mainClass (a Kafka tool: "org.apache.kafka.tools.GetOffsetShell",
+// "kafka.tools.StorageTool", ...) with args on the release's class path,
+// as Kafka's bin/kafka-run-class.sh does, and returns what it printed and
+// its exit status. Tool logging goes to stderr at WARN. It fails the test
+// only when the JVM cannot be started or ToolTimeout passes: a tool that
+// exits non-zero is a result to assert on.
+func RunTool(t testing.TB, mainClass string, args ...string) ToolResult {
+	t.Helper()
+	libs := Libs(t)
+	dir := t.TempDir()
+	log4j := filepath.Join(dir, "tools-log4j2.properties")
+	if err := os.WriteFile(log4j, []byte(toolsLog4j), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ToolTimeout)
+	defer cancel()
+	jargs := append([]string{
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + log4j,
+		"-cp", classPath(libs), mainClass,
+	}, args...)
+	cmd := exec.CommandContext(ctx, javaBin(t), jargs...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = childAttr()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("kafkacluster: %s did not finish within %v\nstdout:\n%s\nstderr:\n%s", mainClass, ToolTimeout, &stdout, &stderr)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("kafkacluster: run %s: %v", mainClass, err)
+	}
+	return ToolResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: cmd.ProcessState.ExitCode()}
+}
+
+// toolsLog4j is Kafka's tools-log4j2 setting: warnings and errors to
+// stderr, so stdout holds only what the tool prints.
+const toolsLog4j = `status = warn
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = stderr
+`
