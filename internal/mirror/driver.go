@@ -320,7 +320,7 @@ func (d *driver) act(a Action) {
 			onRestart: func(off int64) {
 				d.log.Warn("the source no longer has the mirror's position (retention passed it): restarting the partition at the source's log start", "offset", off)
 			},
-			onEpochAbove: d.raiseLeaderEpoch})
+			onEpochAbove: d.raiseLeaderEpoch}, d.machine.Status.SourceClusterID)
 	case ActStopFetching:
 		d.source.stopFetching(d)
 		if d.machine.Status.State == wire.MirrorStatePausing {

@@ -19,6 +19,7 @@ import (
 //	UNKNOWN ─▶ PREPARING ─▶ MIRRORING ⇄ PAUSING ─▶ PAUSED
 //	MIRRORING / PAUSED / FAILED ─▶ STOPPING ─▶ STOPPED (writable)
 //	PREPARING / MIRRORING / STOPPING ─error─▶ FAILED ─backoff─▶ back toward the desired state
+//	(a final error schedules no backoff: FAILED waits for a new driver or desired state)
 //
 // Invariants:
 //   - Status.SourceClusterID is non-empty only while the log is known to hold
@@ -143,6 +144,12 @@ type Event struct {
 	Desired Desired // EvDesired
 	Source  string  // EvPrepared
 	Err     string  // EvFailed
+	// Final (EvFailed): retrying cannot help until something changes
+	// (the source cluster is another one, the source topic was
+	// recreated): FAILED schedules no retry. A new driver (a leadership
+	// change, or a change of the mirror's properties, which makes a new
+	// source) or a change of the desired state tries again.
+	Final bool
 }
 
 // ActionKind says what the driver must do.
@@ -228,7 +235,10 @@ func (m Machine) Step(ev Event) (Machine, Transition) {
 		}
 		attempt := m.Failures
 		m.Failures++
-		acts := []Action{{Kind: ActScheduleRetry, Attempt: attempt}}
+		var acts []Action
+		if !ev.Final {
+			acts = append(acts, Action{Kind: ActScheduleRetry, Attempt: attempt})
+		}
 		if m.Status.State == wire.MirrorStateMirroring {
 			acts = append([]Action{{Kind: ActStopFetching}}, acts...)
 		}

@@ -48,6 +48,7 @@ var (
 	evRemoved      = Event{Kind: EvFetchersRemoved}
 	evPreparedS    = Event{Kind: EvPrepared, Source: "S"}
 	evFailed       = Event{Kind: EvFailed, Err: "boom"}
+	evFinal        = Event{Kind: EvFailed, Err: "boom", Final: true}
 	evDesired      = func(d Desired) Event { return Event{Kind: EvDesired, Desired: d} }
 	noTransitionTo = wire.MirrorPartitionState(-1)
 )
@@ -117,6 +118,8 @@ func TestStep(t *testing.T) {
 		{"preparing fails", mach(sPreparing, "", dMir), evFailed, want{sFailed, "", "boom", acts(aRetry0)}},
 		{"mirroring fails and stops fetching", mach(sMirroring, "S", dMir), evFailed, want{sFailed, "S", "boom", acts(aStopFetch, aRetry0)}},
 		{"stopping fails", mach(sStopping, "S", dStop), evFailed, want{sFailed, "S", "boom", acts(aRetry0)}},
+		{"a final failure schedules no retry", mach(sPreparing, "S", dMir), evFinal, want{sFailed, "S", "boom", nil}},
+		{"a final failure while mirroring stops fetching only", mach(sMirroring, "S", dMir), evFinal, want{sFailed, "S", "boom", acts(aStopFetch)}},
 		{"failure of a settled state is stale", mach(sPaused, "S", dPau), evFailed, want{noTransitionTo, "", "", nil}},
 		{"retry prepares keeping the source", mach(sFailed, "S", dMir), evRetry, want{sPreparing, "S", "", acts(aPrepareS)}},
 		{"retry of a stop stops", mach(sFailed, "S", dStop), evRetry, want{sStopping, "S", "", acts(aStopS)}},
@@ -244,6 +247,7 @@ func TestParseMirrorName(t *testing.T) {
 		"west.paused":   {"west", dPau},
 		"west.removed":  {"west", dStop},
 		"a.b.c.removed": {"a.b.c", dStop},
+		"west.stopped":  {"west", dNone}, // failed over for good: no driver
 	} {
 		m, d := ParseMirrorName(raw)
 		if m != want.m || d != want.d {

@@ -16,6 +16,19 @@ import (
 // the partition goes FAILED (and tries again after the backoff).
 var errPermanent = errors.New("permanent")
 
+// errFinal marks an error that no retry fixes until the mirror or the
+// source changes: the partition goes FAILED without a retry (Event.Final).
+var errFinal = errors.New("final")
+
+// errSourceChanged is the final error of a partition whose log holds a
+// copy of cluster had's data while the mirror's bootstrap.servers now lead
+// to cluster got: another cluster, even one with the same topic ids (another
+// mirror of the same source), is not mirrored into that log.
+func errSourceChanged(mirror, had, got string) error {
+	return fmt.Errorf("mirror %s's source is now cluster %s, but this partition holds a copy of cluster %s: point bootstrap.servers back at %s, or remove the topic from the mirror and add it again to copy the new cluster from scratch: %w",
+		mirror, got, had, had, errFinal)
+}
+
 // prepare is PREPARING's job: learn what the source holds of this
 // cluster's epochs (the Last Mirrored Epoch), truncate the local log so
 // that it is a prefix of the source's, and wait until the replicas that
@@ -25,9 +38,10 @@ var errPermanent = errors.New("permanent")
 //
 // logSource is the cluster whose data the log holds a consistent copy of
 // ("" if none). The truncation:
-//   - LME -1 and the log holds this source's data (a recovery from FAILED,
-//     or a new leader): none; the fetch's LastFetchedEpoch and the source's
-//     DivergingEpoch answer find any divergence.
+//   - the log holds this source's data (a recovery from FAILED, or a new
+//     leader), whatever the LME: none; the LME cut belongs to the first
+//     PREPARING after a failover, and the fetch's LastFetchedEpoch and the
+//     source's DivergingEpoch answer find any divergence.
 //   - LME -1 otherwise: the whole log goes, and it restarts at the source's
 //     log start offset.
 //   - LME >= 0: the log is cut where the LME ends, in the local log and on
@@ -44,6 +58,9 @@ func (d *driver) prepare(ctx context.Context, logSource string) Event {
 			return Event{}
 		}
 		d.stats.setError(err.Error())
+		if errors.Is(err, errFinal) {
+			return Event{Kind: EvFailed, Err: err.Error(), Final: true}
+		}
 		if errors.Is(err, errPermanent) {
 			return Event{Kind: EvFailed, Err: err.Error()}
 		}
@@ -71,6 +88,9 @@ func (d *driver) prepareOnce(ctx context.Context, logSource string) (string, err
 	if err != nil {
 		return "", err
 	}
+	if logSource != "" && info.clusterID != logSource {
+		return "", errSourceChanged(d.key.Mirror, logSource, info.clusterID)
+	}
 	md, err := sourceMetadata(rctx, cl, []string{d.tp.Topic})
 	if err != nil {
 		return "", err
@@ -82,7 +102,8 @@ func (d *driver) prepareOnce(ctx context.Context, logSource string) (string, err
 	case t.err != 0:
 		return "", fmt.Errorf("source metadata of %q: %w", d.tp.Topic, kerr.ErrorForCode(t.err))
 	case t.id != d.topicID:
-		return "", fmt.Errorf("topic %q has id %s on the source cluster, not %s: %w", d.tp.Topic, fmtID(t.id), fmtID(d.topicID), errPermanent)
+		return "", fmt.Errorf("topic %q has id %s on the source cluster %s, not %s: it was deleted and created again there, and the mirror does not copy another topic into this one: %w",
+			d.tp.Topic, fmtID(t.id), info.clusterID, fmtID(d.topicID), errFinal)
 	}
 	sp, ok := t.parts[d.tp.Partition]
 	if !ok {
@@ -101,8 +122,15 @@ func (d *driver) prepareOnce(ctx context.Context, logSource string) (string, err
 		return "", fmt.Errorf("%s has no local log", d.tp)
 	}
 	switch {
-	case lme < 0 && logSource == info.clusterID:
-		d.log.Info("mirror partition resumes without truncation: its log holds the source's data", "source_cluster_id", info.clusterID)
+	case logSource == info.clusterID:
+		// A retry (FAILED → PREPARING) or a new leader: the log already
+		// holds a consistent copy of this source's data, mirrored after
+		// any Last Mirrored Epoch cut. Cutting at the LME again would
+		// throw away what was legitimately mirrored since (and move the
+		// high watermark back under consumers); the fetch's
+		// LastFetchedEpoch and the source's DivergingEpoch answer find
+		// any divergence instead.
+		d.log.Info("mirror partition resumes without truncation: its log holds the source's data", "source_cluster_id", info.clusterID, "last_mirrored_epoch", lme)
 	case lme < 0:
 		start, err := d.sourceLogStart(rctx, cl)
 		if err != nil {

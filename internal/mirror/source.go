@@ -77,6 +77,10 @@ type sourceInfo struct {
 type fetchEntry struct {
 	d      *driver
 	target *fetchTarget
+	// cluster is the source cluster whose data the partition's log holds
+	// (the driver's Status.SourceClusterID): the partition is fetched only
+	// from that cluster.
+	cluster string
 	// added is the source broker and leader epoch the partition was last
 	// given to the fetchers with (addedBroker -1: not added yet).
 	addedBroker int32
@@ -275,15 +279,17 @@ func (s *source) wantRefresh() {
 	}
 }
 
-// startFetching makes the fetchers copy d's partition into target; the
-// source's loop adds it once it knows the partition's source leader.
-func (s *source) startFetching(d *driver, target *fetchTarget) {
+// startFetching makes the fetchers copy d's partition into target, from
+// cluster (the source cluster whose data the log holds); the source's loop
+// adds it once it knows the partition's source leader, and only if the
+// source is still that cluster.
+func (s *source) startFetching(d *driver, target *fetchTarget, cluster string) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	s.fetching[d.tp] = &fetchEntry{d: d, target: target, addedBroker: -1}
+	s.fetching[d.tp] = &fetchEntry{d: d, target: target, cluster: cluster, addedBroker: -1}
 	s.mu.Unlock()
 	s.wantRefresh()
 }
@@ -438,30 +444,60 @@ func (s *source) refreshLeaders() error {
 		return err
 	}
 	s.mu.Lock()
-	var adds []replication.AddPartition
-	var failed []*fetchEntry
-	var failMsg []string
+	// Each fetched topic is judged once per refresh (not once per
+	// partition): missing on the source twice in a row, or there under
+	// another id (deleted and created again: final), or the source now
+	// another cluster than the one a partition's log holds (final).
+	type verdict struct {
+		msg   string
+		final bool
+		skip  bool
+	}
+	verdicts := map[string]verdict{}
 	for tp, e := range s.fetching {
+		if _, done := verdicts[tp.Topic]; done {
+			continue
+		}
 		t, ok := md.topics[tp.Topic]
+		var v verdict
 		switch {
 		case !ok || t.err == kerr.UnknownTopicOrPartition.Code:
 			s.missing[tp.Topic]++
+			v.skip = true
 			if s.missing[tp.Topic] >= 2 {
-				failed = append(failed, e)
-				failMsg = append(failMsg, fmt.Sprintf("topic %q no longer exists on the source cluster", tp.Topic))
+				v.msg = fmt.Sprintf("topic %q no longer exists on the source cluster %s", tp.Topic, md.clusterID)
 			}
-			continue
 		case t.err != 0:
-			continue // LEADER_NOT_AVAILABLE and kin: try again later
+			v.skip = true // LEADER_NOT_AVAILABLE and kin: try again later
 		case t.id != e.d.topicID:
-			s.missing[tp.Topic]++
-			if s.missing[tp.Topic] >= 2 {
-				failed = append(failed, e)
-				failMsg = append(failMsg, fmt.Sprintf("topic %q has id %s on the source, not %s: it was recreated there", tp.Topic, fmtID(t.id), fmtID(e.d.topicID)))
-			}
+			v.msg = fmt.Sprintf("topic %q has id %s on the source cluster %s, not %s: it was deleted and created again there, and the mirror does not copy another topic into this one",
+				tp.Topic, fmtID(t.id), md.clusterID, fmtID(e.d.topicID))
+			v.final, v.skip = true, true
+		default:
+			s.missing[tp.Topic] = 0
+		}
+		verdicts[tp.Topic] = v
+	}
+	var adds []replication.AddPartition
+	type failure struct {
+		d     *driver
+		msg   string
+		final bool
+	}
+	var failed []failure
+	for tp, e := range s.fetching {
+		if e.cluster != "" && md.clusterID != "" && md.clusterID != e.cluster {
+			failed = append(failed, failure{e.d, errSourceChanged(s.name, e.cluster, md.clusterID).Error(), true})
 			continue
 		}
-		s.missing[tp.Topic] = 0
+		v := verdicts[tp.Topic]
+		if v.msg != "" {
+			failed = append(failed, failure{e.d, v.msg, v.final})
+		}
+		if v.skip {
+			continue
+		}
+		t := md.topics[tp.Topic]
 		p, ok := t.parts[tp.Partition]
 		if !ok || p.leader < 0 {
 			continue
@@ -489,8 +525,8 @@ func (s *source) refreshLeaders() error {
 			return err
 		}
 	}
-	for i, e := range failed {
-		e.d.post(Event{Kind: EvFailed, Err: failMsg[i]})
+	for _, f := range failed {
+		f.d.post(Event{Kind: EvFailed, Err: f.msg, Final: f.final})
 	}
 	return nil
 }

@@ -1,0 +1,186 @@
+package mirror_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/testcluster"
+	"github.com/kmirror/kmirror/internal/wire"
+)
+
+// setMirrorBootstrap points a mirror at other source brokers
+// (IncrementalAlterConfigs on the MIRROR resource).
+func setMirrorBootstrap(t testing.TB, c *testcluster.Cluster, mirror, bootstrap string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = 64, mirror
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Op, cfg.Value = "bootstrap.servers", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(bootstrap)
+	r.Configs = append(r.Configs, cfg)
+	req.Resources = append(req.Resources, r)
+	resp := admin(t, c, req).(*kmsg.IncrementalAlterConfigsResponse)
+	if code := resp.Resources[0].ErrorCode; code != 0 {
+		t.Fatalf("set %s's bootstrap.servers: %v %v", mirror, kerrText(code), deref(resp.Resources[0].ErrorMessage))
+	}
+}
+
+// partitionErrors returns the last error DescribeMirrors reports for each
+// partition of a mirrored topic.
+func partitionErrors(t testing.TB, c *testcluster.Cluster, mirror, topic string) map[int32]string {
+	t.Helper()
+	out := map[int32]string{}
+	for _, m := range describe(t, c, mirror).Mirrors {
+		for _, tp := range m.Topics {
+			if tp.Name == topic {
+				for _, p := range tp.Partitions {
+					out[p.Partition] = deref(p.LastError)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// stableFailure checks that a FAILED partition is not retried: its
+// persisted state epoch stays put over three of the test clusters' retry
+// pauses (a retry would move it through PREPARING).
+func stableFailure(t *testing.T, c *testcluster.Cluster, mirror, topic string, partition int32) {
+	t.Helper()
+	before := storedState(t, c, mirror, topic, partition)
+	time.Sleep(3 * time.Second) // the retry backoff starts at 1 s
+	after := storedState(t, c, mirror, topic, partition)
+	if after.State != wire.MirrorStateFailed || after.StateEpoch != before.StateEpoch {
+		t.Fatalf("%s-%d was retried: %v (state epoch %d) → %v (%d)", topic, partition, before.State, before.StateEpoch, after.State, after.StateEpoch)
+	}
+}
+
+// TestSourceClusterChanged points a mirror at another cluster that holds
+// the same topic under the same id and at the same offsets (another mirror
+// of the same source): the mirrored partitions go FAILED, with a message
+// naming both clusters, and are not retried; the destination's log is left
+// alone; pointed back, the mirror carries on where it was.
+func TestSourceClusterChanged(t *testing.T) {
+	a := startCluster(t)
+	b := startCluster(t)
+	c := startCluster(t)
+	createTopic(t, a, "same", 2, nil)
+	produceN(t, a, "same", "a", 30)
+	createMirror(t, b, a, "m")
+	createMirror(t, c, a, "m")
+	mirrorTopics(t, b, opAdd, "m", "same")
+	mirrorTopics(t, c, opAdd, "m", "same")
+	an, bn, cn := a.Nodes()[0], b.Nodes()[0], c.Nodes()[0]
+	waitStates(t, b, "m", "same", 2, wire.MirrorStateMirroring)
+	waitStates(t, c, "m", "same", 2, wire.MirrorStateMirroring)
+	waitIdentical(t, an, bn, "same", 2)
+	waitIdentical(t, an, cn, "same", 2)
+	_, before := logBytes(t, bn, "same", 0)
+
+	setMirrorBootstrap(t, b, "m", c.Bootstrap())
+	waitStates(t, b, "m", "same", 2, wire.MirrorStateFailed)
+	for p, msg := range partitionErrors(t, b, "m", "same") {
+		if !strings.Contains(msg, a.ClusterID()) || !strings.Contains(msg, c.ClusterID()) {
+			t.Errorf("same-%d's error does not name both clusters (%s, %s): %q", p, a.ClusterID(), c.ClusterID(), msg)
+		}
+	}
+	stableFailure(t, b, "m", "same", 0)
+	if _, after := logBytes(t, bn, "same", 0); !bytes.Equal(before, after) {
+		t.Fatal("the destination's log changed while its mirror pointed at another cluster")
+	}
+
+	setMirrorBootstrap(t, b, "m", a.Bootstrap())
+	waitStates(t, b, "m", "same", 2, wire.MirrorStateMirroring)
+	produceN(t, a, "same", "back", 10)
+	waitIdentical(t, an, bn, "same", 2)
+}
+
+// TestSourceTopicRecreated deletes a mirrored topic on the source and
+// creates it again (a new topic id): the destination's partitions go
+// FAILED, are not retried, and keep what they copied.
+func TestSourceTopicRecreated(t *testing.T) {
+	a := startCluster(t)
+	b := startCluster(t)
+	createTopic(t, a, "again", 2, nil)
+	produceN(t, a, "again", "old", 20)
+	createMirror(t, b, a, "m")
+	mirrorTopics(t, b, opAdd, "m", "again")
+	an, bn := a.Nodes()[0], b.Nodes()[0]
+	waitStates(t, b, "m", "again", 2, wire.MirrorStateMirroring)
+	waitIdentical(t, an, bn, "again", 2)
+	copied := leos(t, bn, "again", 2)
+
+	if resp, err := a.Admin(t).DeleteTopics(ctxFor(t), "again"); err != nil || resp["again"].Err != nil {
+		t.Fatalf("delete on the source: %v %v", err, resp["again"].Err)
+	}
+	waitFor(t, "the topic gone on the source", func() bool {
+		td, err := a.Admin(t).ListTopics(ctxFor(t), "again")
+		return err == nil && td["again"].Err != nil
+	})
+	createTopic(t, a, "again", 2, nil)
+	produceN(t, a, "again", "new", 5)
+	waitStates(t, b, "m", "again", 2, wire.MirrorStateFailed)
+	for p, msg := range partitionErrors(t, b, "m", "again") {
+		if !strings.Contains(msg, "created again") {
+			t.Errorf("again-%d's error: %q", p, msg)
+		}
+	}
+	stableFailure(t, b, "m", "again", 0)
+	if got := leos(t, bn, "again", 2); got[0] != copied[0] || got[1] != copied[1] {
+		t.Fatalf("log ends %v, copied %v", got, copied)
+	}
+}
+
+// TestFailbackRetryKeepsMirroredData fails A over to B, writes on B, and
+// mirrors the topic back to A; then A's partitions fail (the mirror points
+// at another cluster for a while) and are retried once it points at B
+// again. The retry's PREPARING must not cut A's log at B's Last Mirrored
+// Epoch a second time (the cut belongs to the first PREPARING after the
+// failover): B has meanwhile deleted its records (DeleteRecords), so a
+// second cut would lose them on A for good.
+func TestFailbackRetryKeepsMirroredData(t *testing.T) {
+	a := startCluster(t)
+	b := startCluster(t)
+	other := startCluster(t)
+	createTopic(t, a, "fb", 1, nil)
+	produceN(t, a, "fb", "a", 20)
+	createMirror(t, b, a, "ab")
+	mirrorTopics(t, b, opAdd, "ab", "fb")
+	an, bn := a.Nodes()[0], b.Nodes()[0]
+	waitStates(t, b, "ab", "fb", 1, wire.MirrorStateMirroring)
+	waitIdentical(t, an, bn, "fb", 1)
+	mirrorTopics(t, b, opRemove, "ab", "fb")
+	waitStates(t, b, "ab", "fb", 1, wire.MirrorStateStopped)
+	produceN(t, b, "fb", "b", 20)
+
+	createMirror(t, a, b, "ba")
+	mirrorTopics(t, a, opAdd, "ba", "fb")
+	waitStates(t, a, "ba", "fb", 1, wire.MirrorStateMirroring)
+	waitIdentical(t, bn, an, "fb", 1)
+	start, mirrored := logBytes(t, an, "fb", 0)
+
+	// B drops its records; A keeps its copy.
+	end := leo(t, bn, "fb", 0)
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "fb", Partition: 0, At: end})
+	if resp, err := b.Admin(t).DeleteRecords(ctxFor(t), os); err != nil || resp.Error() != nil {
+		t.Fatalf("delete records on B: %v %v", err, resp.Error())
+	}
+
+	setMirrorBootstrap(t, a, "ba", other.Bootstrap())
+	waitStates(t, a, "ba", "fb", 1, wire.MirrorStateFailed)
+	setMirrorBootstrap(t, a, "ba", b.Bootstrap())
+	waitStates(t, a, "ba", "fb", 1, wire.MirrorStateMirroring)
+	produceN(t, b, "fb", "b2", 5)
+	waitFor(t, "A to copy B's new records", func() bool { return leo(t, an, "fb", 0) == leo(t, bn, "fb", 0) })
+	gotStart, got := logBytes(t, an, "fb", 0)
+	if gotStart != start || !bytes.HasPrefix(got, mirrored) {
+		t.Fatalf("A's log lost what it mirrored: log start %d (was %d), %d bytes (had %d, kept as prefix: %v)",
+			gotStart, start, len(got), len(mirrored), bytes.HasPrefix(got, mirrored))
+	}
+}
