@@ -321,6 +321,8 @@ func brokerDefinitions() []Definition {
 			Doc: "kmirror: replication factor of __mirror_state. Without a config file kmirror uses 1."}),
 		b(Definition{Name: "mirror.metadata.refresh.interval.ms", Type: TypeLong, Default: str("30000"), Validator: AtLeast(1), Importance: Medium, Kmirror: true,
 			Doc: "kmirror: how often a mirror refreshes source metadata and syncs topic configs, partition counts, consumer group offsets and ACLs."}),
+		b(Definition{Name: "mirror.stall.timeout.ms", Type: TypeLong, Default: str("60000"), Validator: AtLeast(1000), Importance: Medium, Kmirror: true,
+			Doc: "kmirror: a MIRRORING partition that got no fetch response for this long while the source's high watermark is above its log end is stalled: the stall is reported (DescribeMirrors' last error, kmirror_mirror_partition_stalls_total) and the partition's fetching restarts."}),
 		b(Definition{Name: "mirror.support.unclean.leader.election", Type: TypeBoolean, Default: str("false"), Importance: Medium, Kmirror: true,
 			Doc: "kmirror: when true, a mirrored partition leaves PREPARING only once every replica (not only the in-sync ones) has truncated, so that an unclean election cannot bring back data the mirror truncated."}),
 		b(Definition{Name: "leader.replication.throttled.rate", Type: TypeLong, Default: str("9223372036854775807"), Validator: AtLeast(0), Importance: Medium, Update: ClusterWide,

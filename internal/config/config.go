@@ -207,6 +207,8 @@ type Config struct {
 	MirrorStateTopicReplicationFactor int16
 	// MirrorMetadataRefreshIntervalMs is mirror.metadata.refresh.interval.ms.
 	MirrorMetadataRefreshIntervalMs int64
+	// MirrorStallTimeoutMs is mirror.stall.timeout.ms.
+	MirrorStallTimeoutMs int64
 	// MirrorSupportUncleanLeaderElection is
 	// mirror.support.unclean.leader.election.
 	MirrorSupportUncleanLeaderElection bool
@@ -583,6 +585,7 @@ func (c *Config) fill() error {
 	c.MirrorStateTopicNumPartitions = c.v("mirror.state.topic.num.partitions").Int()
 	c.MirrorStateTopicReplicationFactor = c.v("mirror.state.topic.replication.factor").Short()
 	c.MirrorMetadataRefreshIntervalMs = c.v("mirror.metadata.refresh.interval.ms").Long()
+	c.MirrorStallTimeoutMs = c.v("mirror.stall.timeout.ms").Long()
 	c.MirrorSupportUncleanLeaderElection = c.v("mirror.support.unclean.leader.election").Bool()
 	c.MirrorReplicationThrottledRate = c.v("mirror.replication.throttled.rate").Long()
 	c.LeaderReplicationThrottledRate = c.v("leader.replication.throttled.rate").Long()

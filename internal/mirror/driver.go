@@ -158,7 +158,12 @@ func (d *driver) run() {
 		if !d.load() {
 			return
 		}
-		d.step(Event{Kind: EvStart})
+		switch d.step(Event{Kind: EvStart}) {
+		case stepReload: // the claim was fenced: another leader wrote
+			continue
+		case stepDone: // released, or stopped
+			return
+		}
 		if d.loop() {
 			return
 		}

@@ -1,6 +1,10 @@
 package mirror
 
-import "context"
+import (
+	"context"
+
+	"github.com/kmirror/kmirror/internal/storage"
+)
 
 // The pause points, for the in-process tests of package mirror_test.
 const (
@@ -20,4 +24,27 @@ func HoldAt(point pausePoint, hold func(ctx context.Context)) (remove func()) {
 	}
 	pauseHook.Store(&h)
 	return func() { pauseHook.Store(nil) }
+}
+
+// LoseFetching takes a partition away from its source's fetchers behind
+// its driver's back, as a fetcher that lost it would: the driver still
+// shows MIRRORING and nothing fetches (the stall stall.go detects).
+func LoseFetching(m *Manager, topic string, partition int32) bool {
+	tp := storage.TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	d := m.drivers[tp]
+	m.mu.Unlock()
+	if d == nil {
+		return false
+	}
+	s := d.source
+	s.mu.Lock()
+	e, ok := s.fetching[tp]
+	f := s.fetchers
+	s.mu.Unlock()
+	if !ok || e.addedBroker < 0 || f == nil {
+		return false
+	}
+	f.RemovePartitions(tp)
+	return true
 }

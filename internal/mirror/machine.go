@@ -131,11 +131,14 @@ const (
 	// machine is settled. The driver sends it after every transition until
 	// none follows.
 	EvReconcile
+	// EvStalled: the partition is MIRRORING but its fetching made no
+	// progress while the source is ahead (stall.go): fetching restarts.
+	EvStalled
 )
 
 // String names the event kind in logs.
 func (k EventKind) String() string {
-	return [...]string{"start", "desired", "prepared", "fetchers-removed", "stopped", "failed", "retry", "reconcile"}[k]
+	return [...]string{"start", "desired", "prepared", "fetchers-removed", "stopped", "failed", "retry", "reconcile", "stalled"}[k]
 }
 
 // Event is an input of the machine.
@@ -250,6 +253,11 @@ func (m Machine) Step(ev Event) (Machine, Transition) {
 		return m.leaveFailed()
 	case EvReconcile:
 		return m.reconcile()
+	case EvStalled:
+		if m.Status.State != wire.MirrorStateMirroring || m.Desired != DesiredMirroring {
+			return m, Transition{}
+		}
+		return m, Transition{Actions: []Action{{Kind: ActStopFetching}, {Kind: ActStartFetching}}}
 	}
 	return m, Transition{}
 }

@@ -118,6 +118,8 @@ func TestStep(t *testing.T) {
 		{"preparing fails", mach(sPreparing, "", dMir), evFailed, want{sFailed, "", "boom", acts(aRetry0)}},
 		{"mirroring fails and stops fetching", mach(sMirroring, "S", dMir), evFailed, want{sFailed, "S", "boom", acts(aStopFetch, aRetry0)}},
 		{"stopping fails", mach(sStopping, "S", dStop), evFailed, want{sFailed, "S", "boom", acts(aRetry0)}},
+		{"a stalled mirroring partition restarts its fetching", mach(sMirroring, "S", dMir), Event{Kind: EvStalled}, want{noTransitionTo, "", "", acts(aStopFetch, Action{Kind: ActStartFetching})}},
+		{"a stall of a paused partition is stale", mach(sPaused, "S", dPau), Event{Kind: EvStalled}, want{noTransitionTo, "", "", nil}},
 		{"a final failure schedules no retry", mach(sPreparing, "S", dMir), evFinal, want{sFailed, "S", "boom", nil}},
 		{"a final failure while mirroring stops fetching only", mach(sMirroring, "S", dMir), evFinal, want{sFailed, "S", "boom", acts(aStopFetch)}},
 		{"failure of a settled state is stale", mach(sPaused, "S", dPau), evFailed, want{noTransitionTo, "", "", nil}},

@@ -33,6 +33,10 @@ type ManagerConfig struct {
 	// HealthInterval is how often fetch states are checked for errors that
 	// call for new source metadata (and recorded for DescribeMirrors).
 	HealthInterval time.Duration
+	// StallTimeout is mirror.stall.timeout.ms: a MIRRORING partition that
+	// got no fetch response for this long while the source is ahead of it
+	// is stalled (stall.go).
+	StallTimeout time.Duration
 	// LagRefreshInterval is the age past which a partition's source high
 	// watermark, when no fetch response brought a newer one, is asked for
 	// with ListOffsets (lag.go); default the smaller of 5 s and
@@ -61,6 +65,9 @@ func (c *ManagerConfig) defaults() {
 	}
 	if c.HealthInterval <= 0 {
 		c.HealthInterval = 500 * time.Millisecond
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = time.Minute
 	}
 	if c.LagRefreshInterval <= 0 {
 		c.LagRefreshInterval = min(5*time.Second, c.MetadataRefreshInterval)

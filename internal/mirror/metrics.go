@@ -39,6 +39,9 @@ var (
 	mirrorPartitionRecordsDesc = prometheus.NewDesc("kmirror_mirror_partition_fetched_records_total",
 		"Records mirrored into a partition since this broker began leading it.",
 		[]string{"mirror", "topic", "partition"}, nil)
+	mirrorPartitionStallsDesc = prometheus.NewDesc("kmirror_mirror_partition_stalls_total",
+		"Stalls of a MIRRORING partition: no fetch response for mirror.stall.timeout.ms while the source's high watermark was above its log end; each restarted its fetching.",
+		[]string{"mirror", "topic", "partition"}, nil)
 	mirrorFetchRequestsDesc = prometheus.NewDesc("kmirror_mirror_fetch_requests_total",
 		"Fetch responses this broker's fetchers received from a mirror's source cluster.",
 		[]string{"mirror"}, nil)
@@ -170,7 +173,7 @@ type managerCollector struct{ m *Manager }
 // Describe implements prometheus.Collector.
 func (c managerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mirrorPartitionStateDesc, mirrorPartitionLagDesc, mirrorPartitionLagSecondsDesc,
-		mirrorPartitionSourceHWDesc, mirrorPartitionSourceHWAgeDesc, mirrorPartitionBytesDesc, mirrorPartitionRecordsDesc,
+		mirrorPartitionSourceHWDesc, mirrorPartitionSourceHWAgeDesc, mirrorPartitionBytesDesc, mirrorPartitionRecordsDesc, mirrorPartitionStallsDesc,
 		mirrorFetchRequestsDesc, mirrorFetchFailuresDesc, mirrorFetchBytesDesc, mirrorThrottleDesc, mirrorThrottleRateDesc,
 		mirrorSyncAgeDesc, mirrorSyncFailingDesc, mirrorSyncErrorsDesc} {
 		ch <- d
@@ -211,6 +214,7 @@ func (c managerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(mirrorPartitionBytesDesc, float64(v.stats.Bytes), l...)
 		counter(mirrorPartitionRecordsDesc, float64(v.stats.Records), l...)
+		counter(mirrorPartitionStallsDesc, float64(v.stats.Stalls), l...)
 	}
 
 	img := m.image()

@@ -327,6 +327,7 @@ func (s *source) run() {
 				lastLag = now
 				s.refreshLag()
 			}
+			s.checkStalls(s.m.cfg.Now())
 			if !s.needsRefresh() && s.m.cfg.Now().Sub(lastRefresh) < s.m.cfg.MetadataRefreshInterval {
 				continue
 			}

@@ -167,6 +167,9 @@ type liveStats struct {
 	// failoverStart is when the partition's failover began (metrics.go),
 	// zero when none is under way.
 	failoverStart time.Time
+	// stalledAt is when a stall was last reported (stall.go).
+	stalledAt time.Time
+	stalls    uint64
 
 	// Running totals of the mirrored appends (metrics.go), outside mu:
 	// the fetcher adds to them once per append.
@@ -211,6 +214,19 @@ func (s *liveStats) setError(err string) {
 	s.mu.Unlock()
 }
 
+// stalled counts a stall at now and reports whether it is news: the last
+// one was reported at least timeout ago.
+func (s *liveStats) stalled(now time.Time, timeout time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stalledAt.IsZero() && now.Sub(s.stalledAt) < timeout {
+		return false
+	}
+	s.stalledAt = now
+	s.stalls++
+	return true
+}
+
 func (s *liveStats) entered(now time.Time) {
 	s.mu.Lock()
 	s.stateChange = now
@@ -224,11 +240,12 @@ type statsSnapshot struct {
 	LastError                string
 	Lag                      lagClock
 	Bytes, Records           uint64
+	Stalls                   uint64
 }
 
 func (s *liveStats) snapshot() statsSnapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return statsSnapshot{SourceHW: s.srcHW, SourceLogStart: s.srcLogStart, LastFetch: s.lastFetch, StateChange: s.stateChange,
-		LastError: s.lastErr, Lag: s.lag, Bytes: s.bytes.Load(), Records: s.records.Load()}
+		LastError: s.lastErr, Lag: s.lag, Bytes: s.bytes.Load(), Records: s.records.Load(), Stalls: s.stalls}
 }

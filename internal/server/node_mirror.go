@@ -21,6 +21,15 @@ type mirrorNode struct {
 	describe *mirror.Describer
 }
 
+// MirrorManager returns the node's mirror manager (nil on a node without
+// the broker role).
+func (n *Node) MirrorManager() *mirror.Manager {
+	if n.mirror == nil {
+		return nil
+	}
+	return n.mirror.manager
+}
+
 // startMirror builds and starts the mirror data plane over the node's
 // broker and returns the services to serve on the broker listeners. The
 // coordinator and the manager follow the metadata as publishers.
@@ -58,6 +67,7 @@ func (n *Node) startMirror() ([]wire.Service, error) {
 		ClusterID:                    n.clusterID,
 		SupportUncleanLeaderElection: cfg.MirrorSupportUncleanLeaderElection,
 		MetadataRefreshInterval:      time.Duration(cfg.MirrorMetadataRefreshIntervalMs) * time.Millisecond,
+		StallTimeout:                 time.Duration(cfg.MirrorStallTimeoutMs) * time.Millisecond,
 		NumFetchers:                  int(cfg.NumReplicaFetchers),
 		FetchMaxBytes:                cfg.ReplicaFetchResponseMaxBytes,
 		FetchPartitionMaxBytes:       cfg.ReplicaFetchMaxBytes,
