@@ -378,8 +378,10 @@ func (m Machine) reconcile() (Machine, Transition) {
 	case DesiredStopped:
 		switch st {
 		case wire.MirrorStateUnknown:
-			// Nothing was ever mirrored into the partition.
-			return m.to(wire.MirrorStateStopped, "", "")
+			// No state was ever persisted — or it was lost while the
+			// log holds mirrored data: STOPPING runs its steps unless
+			// the log is empty.
+			return m.to(wire.MirrorStateStopping, "", "", Action{Kind: ActStop})
 		case wire.MirrorStateMirroring:
 			return m.to(wire.MirrorStateStopping, src, "", Action{Kind: ActStopFetching}, Action{Kind: ActStop, Source: src})
 		case wire.MirrorStatePaused:

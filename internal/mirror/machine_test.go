@@ -70,7 +70,7 @@ func TestStep(t *testing.T) {
 		// Start: a leader resumes from the stored status.
 		{"start unknown mirroring prepares", mach(sUnknown, "", dMir), evStart, want{sPreparing, "", "", acts(aPrepare)}},
 		{"start unknown paused pauses", mach(sUnknown, "", dPau), evStart, want{sPaused, "", "", nil}},
-		{"start unknown removed stops at once: nothing was mirrored", mach(sUnknown, "", dStop), evStart, want{sStopped, "", "", nil}},
+		{"start unknown removed runs STOPPING (an empty log skips its steps)", mach(sUnknown, "", dStop), evStart, want{sStopping, "", "", acts(aStop)}},
 		{"start anything with no mirror releases", mach(sMirroring, "S", dNone), evStart, want{noTransitionTo, "", "", acts(aRelease)}},
 		{"start preparing resumes preparing (claim)", mach(sPreparing, "S", dMir), evStart, want{sPreparing, "S", "", acts(aPrepareS)}},
 		{"start preparing paused", mach(sPreparing, "", dPau), evStart, want{sPaused, "", "", nil}},
@@ -132,7 +132,7 @@ func TestStep(t *testing.T) {
 		{"stopped then re-added meanwhile", mach(sStopped, "", dMir), evReconcile, want{sPreparing, "", "", acts(aPrepare)}},
 		{"settled mirroring", mach(sMirroring, "S", dMir), evReconcile, want{noTransitionTo, "", "", nil}},
 		{"in-flight preparing", mach(sPreparing, "", dMir), evReconcile, want{noTransitionTo, "", "", nil}},
-		{"unknown removed", mach(sUnknown, "", dStop), evReconcile, want{sStopped, "", "", nil}},
+		{"unknown removed", mach(sUnknown, "", dStop), evReconcile, want{sStopping, "", "", acts(aStop)}},
 		{"paused that never prepared fails over", mach(sPaused, "", dStop), evReconcile, want{sStopping, "", "", acts(aStop)}},
 	}
 	for _, tc := range cases {

@@ -306,6 +306,9 @@ func (s *source) stopFetching(d *driver) {
 	delete(s.fetching, d.tp)
 	f := s.fetchers
 	s.mu.Unlock()
+	// First the target refuses appends: a refresh that read the entry
+	// before it was deleted may still give the partition to a fetcher.
+	e.target.stopped.Store(true)
 	if f != nil {
 		f.RemovePartitions(d.tp)
 	}
@@ -524,6 +527,19 @@ func (s *source) refreshLeaders() error {
 	if len(adds) > 0 {
 		if err := f.AddPartitions(adds...); err != nil {
 			return err
+		}
+		// A partition whose fetching stopped while it was being added
+		// leaves again (its target refuses appends meanwhile).
+		var gone []storage.TopicPartition
+		s.mu.Lock()
+		for _, a := range adds {
+			if e, ok := s.fetching[a.TopicPartition]; !ok || e.target != a.Target {
+				gone = append(gone, a.TopicPartition)
+			}
+		}
+		s.mu.Unlock()
+		if len(gone) > 0 {
+			f.RemovePartitions(gone...)
 		}
 	}
 	for _, f := range failed {

@@ -38,10 +38,11 @@ import (
 // that failed over itself) cannot be mistaken for it: the LME's end offset
 // is where this failover's barrier was appended.
 //
-// logSource is the source cluster the log holds data of. With none ("")
-// nothing was ever mirrored into the log (data is appended in MIRRORING
-// only, which always has a source): there are no source epochs or producer
-// states to leave behind, and only step 1 runs.
+// logSource is the source cluster the log holds data of, "" when the
+// partition's state does not say (it never reached MIRRORING, or its state
+// record was lost). Without one, an empty log has no source epochs or
+// producer states to leave behind and only step 1 runs; a log with data
+// gets every step (its LME record names no source).
 func (d *driver) stopping(ctx context.Context, logSource string) Event {
 	backoff := 100 * time.Millisecond
 	for {
@@ -78,14 +79,14 @@ var errWaitNewEpoch = errors.New("leader epoch bumped; waiting for the new leade
 func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	// 1.
 	d.source.stopFetching(d)
-	if logSource == "" {
-		return nil
-	}
-	d.pauseAt(ctx, pauseFetchersRemoved)
 	log := d.part.Log()
 	if log == nil {
 		return fmt.Errorf("%s has no local log", d.tp)
 	}
+	if logSource == "" && log.LogEndOffset() <= log.LogStartOffset() {
+		return nil
+	}
+	d.pauseAt(ctx, pauseFetchersRemoved)
 	if cur := d.part.LeaderEpoch(); cur != d.leaderEpoch {
 		return errWaitNewEpoch
 	}
@@ -126,13 +127,16 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 		d.log.Info("leader epoch bumped above the mirrored epochs", "latest_mirrored_epoch", latest, "new_leader_epoch", e)
 		return errWaitNewEpoch
 	}
-	// 3.
+	// 3. (An open transaction that began below the log start — retention,
+	// or a source log start inside its first batch — cuts at the log
+	// start, not below it: the log keeps its start.)
 	cut := log.LogEndOffset()
 	for _, p := range log.ActiveProducers() {
 		if p.CurrentTxnFirstOffset >= 0 {
 			cut = min(cut, p.CurrentTxnFirstOffset)
 		}
 	}
+	cut = max(cut, log.LogStartOffset())
 	if leo := log.LogEndOffset(); cut < leo {
 		d.log.Info("truncating the failed-over partition to its last stable offset", "offset", cut, "log_end_offset", leo)
 		if err := d.part.TruncateInEpoch(cut, d.leaderEpoch); err != nil {

@@ -30,10 +30,21 @@ type fetchTarget struct {
 	// reaches it, after restartInsideBatch (-1 or 0: none). Owned by the
 	// fetcher's goroutine (Append and SetHighWatermark).
 	startAt int64
+	// stopped is set when the driver stops fetching the partition (pause,
+	// failover): a fetcher that still holds the target — re-added by a
+	// source refresh racing the removal — appends nothing more.
+	stopped atomic.Bool
 }
+
+// errTargetStopped refuses an append after the partition left the
+// fetchers.
+var errTargetStopped = errors.New("the mirror stopped fetching this partition")
 
 // Append implements replication.Target.
 func (t *fetchTarget) Append(batches []byte) (int64, error) {
+	if t.stopped.Load() {
+		return -1, errTargetStopped
+	}
 	info, err := t.p.AppendMirrored(batches, t.leaderEpoch)
 	if errors.Is(err, storage.ErrUnexpectedAppendOffset) {
 		info, err = t.restartInsideBatch(batches, err)
