@@ -42,8 +42,9 @@ func histogramCount(t testing.TB, n *testcluster.Node, name string, labels map[s
 	return int(c)
 }
 
-// sample finds a sample of n's registry by name and labels: its gauge
-// value and its histogram count.
+// sample finds a sample of n's registry by name and labels: its value (a
+// gauge's or a counter's: a sample is one or the other) and its histogram
+// count.
 func sample(t testing.TB, n *testcluster.Node, name string, labels map[string]string) (float64, uint64, bool) {
 	t.Helper()
 	mfs, err := n.Server().Registry().Gather()
@@ -66,7 +67,7 @@ func sample(t testing.TB, n *testcluster.Node, name string, labels map[string]st
 				}
 			}
 			if n == len(labels) {
-				return m.GetGauge().GetValue(), m.GetHistogram().GetSampleCount(), true
+				return m.GetGauge().GetValue() + m.GetCounter().GetValue(), m.GetHistogram().GetSampleCount(), true
 			}
 		}
 	}

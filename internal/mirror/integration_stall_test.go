@@ -46,23 +46,6 @@ func TestStalledPartitionRestarts(t *testing.T) {
 // counterValue returns a counter's value in n's registry (0 when absent).
 func counterValue(t testing.TB, n *testcluster.Node, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := n.Server().Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
+	v, _, _ := sample(t, n, name, labels)
+	return v
 }
