@@ -220,6 +220,7 @@ func (b *Broker) APIs() []wire.API {
 		{Key: 44, MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs},
 		{Key: 45, MinVersion: 0, MaxVersion: 1, Handle: b.handleAlterPartitionReassignments},
 		{Key: 46, MinVersion: 0, MaxVersion: 0, Handle: b.handleListPartitionReassignments},
+		{Key: 55, MinVersion: 0, MaxVersion: 2, Handle: b.handleDescribeQuorum},
 		{Key: 60, MinVersion: 0, MaxVersion: 1, Handle: b.handleDescribeCluster},
 		{Key: 61, MinVersion: 0, MaxVersion: 0, Handle: b.handleDescribeProducers},
 	}

@@ -232,6 +232,13 @@ func forwardErrorResponse(req kmsg.Request, code int16, msg *string) (kmsg.Respo
 		return resp, nil
 	case *kmsg.ElectLeadersRequest:
 		return electLeadersError(r, code, msg), nil
+	case *kmsg.DescribeQuorumRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.ErrorCode = code
+		if r.Version >= 2 {
+			resp.ErrorMessage = msg
+		}
+		return resp, nil
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, msg

@@ -25,6 +25,7 @@ var servedAPIs = []servedAPI{
 	{key: 43, min: 0, max: 2}, // ElectLeaders
 	{key: 44, min: 0, max: 1}, // IncrementalAlterConfigs
 	{key: 45, min: 0, max: 1}, // AlterPartitionReassignments
+	{key: 55, min: 0, max: 2}, // DescribeQuorum
 	{key: 56, min: 0, max: 3}, // AlterPartition
 	{key: 62, min: 0, max: 4}, // BrokerRegistration
 	{key: 63, min: 0, max: 1}, // BrokerHeartbeat
@@ -117,6 +118,13 @@ func errorResponse(req kmsg.Request, err error) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
 		resp.Version, resp.ErrorCode = r.Version, code
 		return resp, nil
+	case *kmsg.DescribeQuorumRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.Version, resp.ErrorCode = r.Version, code
+		if r.Version >= 2 {
+			resp.ErrorMessage = msg
+		}
+		return resp, nil
 	case *kmsg.BrokerRegistrationRequest:
 		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
 		resp.Version, resp.ErrorCode, resp.BrokerEpoch = r.Version, code, -1
@@ -177,6 +185,8 @@ func hasNotController(resp kmsg.Response) bool {
 	case *kmsg.IncrementalAlterConfigsResponse:
 		return slices.ContainsFunc(r.Resources, func(x kmsg.IncrementalAlterConfigsResponseResource) bool { return x.ErrorCode == nc })
 	case *kmsg.AllocateProducerIDsResponse:
+		return r.ErrorCode == nc
+	case *kmsg.DescribeQuorumResponse:
 		return r.ErrorCode == nc
 	case *kmsg.BrokerRegistrationResponse:
 		return r.ErrorCode == nc

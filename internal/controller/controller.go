@@ -397,6 +397,8 @@ func (c *Controller) serve(ctx context.Context, req kmsg.Request) (kmsg.Response
 		return c.electLeaders(r)
 	case *kmsg.AlterPartitionAssignmentsRequest:
 		return c.alterPartitionReassignments(r)
+	case *kmsg.DescribeQuorumRequest:
+		return c.describeQuorum(r)
 	}
 	return nil, fmt.Errorf("controller: unexpected request type %T", req)
 }

@@ -377,6 +377,14 @@ func (q *Quorum) Barrier(ctx context.Context) error {
 	return q.raftErr("barrier", q.wait(ctx, q.raft.Barrier(timeoutOf(ctx))))
 }
 
+// LogEnd returns the index after the last entry of this node's raft log
+// (its log end offset in Kafka's terms).
+func (q *Quorum) LogEnd() uint64 { return q.raft.LastIndex() + 1 }
+
+// CommitIndex returns the index of the last entry this node knows to be
+// committed.
+func (q *Quorum) CommitIndex() uint64 { return q.raft.CommitIndex() }
+
 // Image returns the latest applied image without locking.
 func (q *Quorum) Image() *metadata.Image { return q.sm.image.Load() }
 

@@ -134,6 +134,7 @@ var refusalRows = map[int16]refusalRow{
 	int16(kmsg.ElectLeaders):               {want: clusterRefused},
 	int16(kmsg.AlterPartitionAssignments):  {want: clusterRefused},
 	int16(kmsg.ListPartitionReassignments): {want: clusterRefused},
+	int16(kmsg.DescribeQuorum):             {want: clusterRefused},
 	int16(kmsg.IncrementalAlterConfigs): {want: topicRefused, prep: func(r kmsg.Request) {
 		for i := range r.(*kmsg.IncrementalAlterConfigsRequest).Resources {
 			r.(*kmsg.IncrementalAlterConfigsRequest).Resources[i].ResourceType = kmsg.ConfigResourceTypeTopic
