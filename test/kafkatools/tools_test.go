@@ -68,3 +68,67 @@ func TestMetadataQuorum(t *testing.T) {
 		t.Errorf("describe --replication lists %d voters, want 3:\n%s", n, repl)
 	}
 }
+
+// TestTopics runs kafka-topics: create with configs and a replica
+// assignment, list, describe, alter the partition count, delete.
+func TestTopics(t *testing.T) {
+	c := cluster(t)
+	bs := c.Bootstrap()
+	const cmd = "org.apache.kafka.tools.TopicCommand"
+	out := tool(t, cmd, "--bootstrap-server", bs, "--create", "--topic", "orders",
+		"--replica-assignment", "1:2:3,2:3:1", "--config", "retention.ms=123456", "--config", "cleanup.policy=compact")
+	wantLines(t, "create", out, `^Created topic orders\.$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--create", "--topic", "plain", "--partitions", "2", "--replication-factor", "2")
+	wantLines(t, "create plain", out, `^Created topic plain\.$`)
+	r := kafkacluster.RunTool(t, cmd, "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "1")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout+r.Stderr, "already exists") {
+		t.Errorf("creating orders again: exit %d, %s%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+
+	out = tool(t, cmd, "--bootstrap-server", bs, "--list")
+	wantLines(t, "list", out, `^orders$`, `^plain$`)
+
+	out = tool(t, cmd, "--bootstrap-server", bs, "--describe", "--topic", "orders")
+	wantLines(t, "describe", out,
+		`^Topic: orders\s+TopicId: \S+\s+PartitionCount: 2\s+ReplicationFactor: 3\s+Configs: .*cleanup.policy=compact`,
+		`retention.ms=123456`,
+		`^\s+Topic: orders\s+Partition: 0\s+Leader: 1\s+Replicas: 1,2,3\s+Isr: [123],[123],[123]`,
+		`^\s+Topic: orders\s+Partition: 1\s+Leader: 2\s+Replicas: 2,3,1\s+Isr: [123],[123],[123]`)
+
+	tool(t, cmd, "--bootstrap-server", bs, "--alter", "--topic", "orders", "--partitions", "4")
+	out = tool(t, cmd, "--bootstrap-server", bs, "--describe", "--topic", "orders")
+	wantLines(t, "describe after alter", out, `PartitionCount: 4`, `Partition: 3\s+Leader: [123]`)
+	r = kafkacluster.RunTool(t, cmd, "--bootstrap-server", bs, "--alter", "--topic", "orders", "--partitions", "2")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout+r.Stderr, "InvalidPartitionsException") {
+		t.Errorf("shrinking orders: exit %d, %s%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+
+	tool(t, cmd, "--bootstrap-server", bs, "--delete", "--topic", "plain")
+	out = tool(t, cmd, "--bootstrap-server", bs, "--list")
+	if regexp.MustCompile(`(?m)^plain$`).MatchString(out) {
+		t.Errorf("plain listed after its deletion:\n%s", out)
+	}
+}
+
+// TestClusterTools runs kafka-cluster cluster-id, kafka-broker-api-versions,
+// kafka-features describe and kafka-log-dirs.
+func TestClusterTools(t *testing.T) {
+	c := cluster(t)
+	bs := c.Bootstrap()
+	out := tool(t, "org.apache.kafka.tools.ClusterTool", "cluster-id", "--bootstrap-server", bs)
+	wantLines(t, "cluster-id", out, `^Cluster ID: `+regexp.QuoteMeta(c.ClusterID())+`$`)
+
+	out = tool(t, "org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", bs)
+	wantLines(t, "broker-api-versions", out,
+		`\(id: 1 rack: null isFenced: false\) -> \(`, `\(id: 2 `, `\(id: 3 `,
+		`Produce\(0\): 3 to 11 \[usable: \d+\]`, `Fetch\(1\): 4 to 17 \[usable: \d+\]`,
+		`DescribeQuorum\(55\): 0 to 2 \[usable: 2\]`)
+
+	out = tool(t, "org.apache.kafka.tools.FeatureCommand", "--bootstrap-server", bs, "describe")
+	wantLines(t, "features describe", out, `^Feature: kmirror.mirror.version\s+SupportedMinVersion: 1\s+SupportedMaxVersion: 1`)
+
+	out = tool(t, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bs, "--create", "--topic", "dirs", "--partitions", "1", "--replication-factor", "3")
+	wantLines(t, "create dirs", out, `^Created topic dirs\.$`)
+	out = tool(t, "org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", bs, "--describe", "--topic-list", "dirs")
+	wantLines(t, "log-dirs", out, `"broker":1`, `"broker":2`, `"broker":3`, `"partition":"dirs-0","size":0,"offsetLag":0,"isFuture":false`)
+}

@@ -1,6 +1,7 @@
 package mirror_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,8 +10,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/wire"
 	"github.com/kmirror/kmirror/pkg/mirroradmin"
 )
 
@@ -98,33 +102,34 @@ func TestStoppedMeansBarrierCommitted(t *testing.T) {
 
 	leader, follower := b.node(1), b.node(2)
 	follower.process().Signal(syscall.SIGSTOP)
-	// Clients talk to the running nodes only: a paused one accepts
-	// connections and never answers.
-	madm = newMirrorAdmin(t, []string{leader.addr(), b.node(3).addr()})
-	// The paused node may be the active controller: the request is tried
-	// again until the quorum's new leader takes it.
+	// While a node is paused, the mirror requests go to a chosen running
+	// broker: a client routing by its metadata may pick the paused one
+	// (it accepts connections and never answers), e.g. as the controller.
+	// The paused node may be the active controller: the broker's
+	// forwarding waits for the quorum's new one.
 	waitUntil(t, "the failover request taken", func() (bool, string) {
-		res, err := madm.Failover(testCtx(t), "m", "barrier")
-		if err == nil {
-			err = res.Error()
+		resp, err := requestTo(leader.addr(), (*wire.RemoveTopicsFromMirrorRequest)(&wire.MirrorTopicsRequest{
+			MirrorName: "m", TimeoutMillis: 30000, Topics: []wire.MirrorTopicsRequestTopic{{Name: "barrier"}}}))
+		if err != nil {
+			return false, err.Error()
 		}
-		return err == nil || strings.Contains(err.Error(), "REMOVED"), fmt.Sprint(err)
+		r := resp.(*wire.RemoveTopicsFromMirrorResponse)
+		if r.ErrorCode != 0 || len(r.Topics) != 1 {
+			return false, fmt.Sprintf("%+v", r)
+		}
+		code := r.Topics[0].ErrorCode
+		return code == 0 || strings.Contains(deref(r.Topics[0].ErrorMessage), "REMOVED"), fmt.Sprintf("%v %s", kerr.ErrorForCode(code), deref(r.Topics[0].ErrorMessage))
 	})
 	// The barrier's commit wait ended twice, or (the bug) STOPPED.
 	waitUntil(t, "two failed waits for the barrier, or STOPPED", func() (bool, string) {
 		fails := strings.Count(leader.process().Output(), "failover step failed")
-		st, err := partitionStatuses(t, madm, "m", "barrier")
-		if err == nil && len(st) == 1 && st[0].State == mirroradmin.StateStopped {
+		if st, err := stateVia(leader.addr(), "m", "barrier"); err == nil && st == wire.MirrorStateStopped {
 			return true, ""
 		}
 		return fails >= 2, fmt.Sprintf("%d failed waits", fails)
 	})
-	st, err := partitionStatuses(t, madm, "m", "barrier")
-	if err != nil || len(st) != 1 {
-		t.Fatalf("describe: %v %+v", err, st)
-	}
-	if st[0].State != mirroradmin.StateStopping {
-		t.Errorf("barrier-0 is %v while its barrier is not committed, want STOPPING", st[0].State)
+	if st, err := stateVia(leader.addr(), "m", "barrier"); err != nil || st != wire.MirrorStateStopping {
+		t.Errorf("barrier-0 is %v (%v) while its barrier is not committed, want STOPPING", st, err)
 	}
 
 	// The leader goes away (paused: fenced after its session), the
@@ -132,9 +137,11 @@ func TestStoppedMeansBarrierCommitted(t *testing.T) {
 	leader.process().Signal(syscall.SIGSTOP)
 	follower.process().Signal(syscall.SIGCONT)
 	live := []string{follower.addr(), b.node(3).addr()}
-	madm = newMirrorAdmin(t, live)
 	leaderOn(t, live, "barrier", 0, 1)
-	waitStates(t, madm, "m", "barrier", 1, mirroradmin.StateStopped)
+	waitUntil(t, "barrier-0 STOPPED under its new leader", func() (bool, string) {
+		st, err := stateVia(follower.addr(), "m", "barrier")
+		return err == nil && st == wire.MirrorStateStopped, fmt.Sprint(st, err)
+	})
 	_, log, err := rawLog(t, live, "barrier", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -151,4 +158,40 @@ func TestStoppedMeansBarrierCommitted(t *testing.T) {
 	leader.kill()
 	leader.start()
 	waitFullISR(t, bs, "barrier", 1)
+}
+
+// requestTo sends req to the broker at addr itself.
+func requestTo(addr string, req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := wire.Dial(ctx, "tcp", addr, "barrier-test")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.Request(ctx, req)
+}
+
+// stateVia asks the broker at addr for the state of partition 0 of a
+// mirrored topic (DescribeMirrors).
+func stateVia(addr, mirror, topic string) (wire.MirrorPartitionState, error) {
+	resp, err := requestTo(addr, &wire.DescribeMirrorsRequest{MirrorNames: []string{mirror}, IncludePartitions: true})
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range resp.(*wire.DescribeMirrorsResponse).Mirrors {
+		for _, tp := range m.Topics {
+			if tp.Name == topic && len(tp.Partitions) > 0 {
+				return tp.Partitions[0].State, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s not described in mirror %s", topic, mirror)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
