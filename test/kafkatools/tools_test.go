@@ -1,10 +1,12 @@
 package kafkatools
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/testcluster"
 	"github.com/kmirror/kmirror/internal/testcluster/kafkacluster"
@@ -131,4 +133,113 @@ func TestClusterTools(t *testing.T) {
 	wantLines(t, "create dirs", out, `^Created topic dirs\.$`)
 	out = tool(t, "org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", bs, "--describe", "--topic-list", "dirs")
 	wantLines(t, "log-dirs", out, `"broker":1`, `"broker":2`, `"broker":3`, `"partition":"dirs-0","size":0,"offsetLag":0,"isFuture":false`)
+}
+
+// TestConfigs runs kafka-configs on topics, one broker, the broker
+// defaults and SCRAM users.
+func TestConfigs(t *testing.T) {
+	c := cluster(t)
+	bs := c.Bootstrap()
+	const cmd = "org.apache.kafka.tools.ConfigCommand"
+	tool(t, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bs, "--create", "--topic", "conf", "--partitions", "1", "--replication-factor", "3")
+	out := tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "conf", "--alter", "--add-config", "retention.ms=5000,segment.bytes=1048576")
+	wantLines(t, "alter topic", out, `^Completed updating config for topic conf\.$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "conf", "--describe")
+	wantLines(t, "describe topic", out,
+		`^Dynamic configs for topic conf are:$`,
+		`^\s+retention.ms=5000 sensitive=false synonyms=\{DYNAMIC_TOPIC_CONFIG:retention.ms=5000, DEFAULT_CONFIG:log.retention.hours=168\}$`,
+		`^\s+segment.bytes=1048576 sensitive=false`)
+	tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "conf", "--alter", "--delete-config", "segment.bytes")
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "topics", "--entity-name", "conf", "--describe")
+	if strings.Contains(out, "segment.bytes") {
+		t.Errorf("segment.bytes still set after --delete-config:\n%s", out)
+	}
+
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "2", "--alter", "--add-config", "log.cleaner.threads=2")
+	wantLines(t, "alter broker", out, `^Completed updating config for broker 2\.$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "2", "--describe")
+	wantLines(t, "describe broker", out, `^Dynamic configs for broker 2 are:$`,
+		`^\s+log.cleaner.threads=2 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1\}$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.retention.ms=99999999")
+	wantLines(t, "alter broker default", out, `^Completed updating default config for brokers in the cluster\.$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-default", "--describe")
+	wantLines(t, "describe broker default", out, `^\s+log.retention.ms=99999999 sensitive=false`)
+	r := kafkacluster.RunTool(t, cmd, "--bootstrap-server", bs, "--entity-type", "brokers", "--entity-name", "2", "--alter", "--add-config", "no.such.config=1")
+	if r.ExitCode == 0 {
+		t.Errorf("an unknown broker config was accepted:\n%s%s", r.Stdout, r.Stderr)
+	}
+
+	// SCRAM credentials: created with kafka-configs, then a client logs in
+	// with them. (kafka-configs --describe of users also reads client
+	// quotas, which kmirror does not serve yet: DescribeClientQuotas.)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "users", "--entity-name", "alice", "--alter",
+		"--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret]")
+	wantLines(t, "alter user", out, `^Completed updating config for user alice\.$`)
+	// (Another broker may apply the change a moment later.)
+	var last string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, err := c.Admin(t).DescribeUserSCRAMs(t.Context(), "alice")
+		ds, ok := d["alice"]
+		if err == nil && ok && ds.Err == nil && len(ds.CredInfos) == 1 && ds.CredInfos[0].Iterations == 8192 {
+			break
+		}
+		last = fmt.Sprintf("%v %+v", err, d)
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's SCRAM credentials: %s", last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOffsetsRecordsAndGroups produces with kafka-console-producer, reads
+// offsets with kafka-get-offsets, deletes records with
+// kafka-delete-records, consumes in a group with kafka-console-consumer,
+// and describes, resets and deletes the group with kafka-consumer-groups;
+// kafka-leader-election runs a preferred election.
+func TestOffsetsRecordsAndGroups(t *testing.T) {
+	c := cluster(t)
+	bs := c.Bootstrap()
+	tool(t, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bs, "--create", "--topic", "recs",
+		"--replica-assignment", "1:2:3,2:3:1")
+	r := kafkacluster.RunToolInput(t, "a\nb\nc\nd\n", "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bs, "--topic", "recs",
+		"--property", "parse.key=false", "--producer-property", "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner")
+	if r.ExitCode != 0 {
+		t.Fatalf("console producer: %d %s", r.ExitCode, r.Stderr)
+	}
+	out := tool(t, "org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", bs, "--topic", "recs")
+	wantLines(t, "get-offsets", out, `^recs:0:2$`, `^recs:1:2$`)
+
+	offsets := t.TempDir() + "/delete.json"
+	if err := os.WriteFile(offsets, []byte(`{"partitions":[{"topic":"recs","partition":0,"offset":1}],"version":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = tool(t, "org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server", bs, "--offset-json-file", offsets)
+	wantLines(t, "delete-records", out, `^partition: recs-0\s+low_watermark: 1$`)
+	out = tool(t, "org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", bs, "--topic", "recs", "--time", "-2")
+	wantLines(t, "earliest offsets", out, `^recs:0:1$`, `^recs:1:0$`)
+
+	out = tool(t, "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", bs, "--topic", "recs", "--group", "g1",
+		"--from-beginning", "--max-messages", "3", "--timeout-ms", "60000")
+	if n := len(strings.Fields(out)); n != 3 {
+		t.Errorf("the console consumer printed %d records, want 3:\n%s", n, out)
+	}
+	const groups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+	out = tool(t, groups, "--bootstrap-server", bs, "--list")
+	wantLines(t, "groups --list", out, `^g1$`)
+	out = tool(t, groups, "--bootstrap-server", bs, "--describe", "--group", "g1")
+	wantLines(t, "groups --describe", out,
+		`^GROUP\s+TOPIC\s+PARTITION\s+CURRENT-OFFSET\s+LOG-END-OFFSET\s+LAG`,
+		`^g1\s+recs\s+[01]\s+[12]\s+2\s+[01]\s+-`)
+	out = tool(t, groups, "--bootstrap-server", bs, "--reset-offsets", "--group", "g1", "--topic", "recs", "--to-earliest", "--execute")
+	wantLines(t, "reset --to-earliest", out, `^g1\s+recs\s+0\s+1$`, `^g1\s+recs\s+1\s+0$`)
+	out = tool(t, groups, "--bootstrap-server", bs, "--reset-offsets", "--group", "g1", "--topic", "recs", "--shift-by", "1", "--execute")
+	wantLines(t, "reset --shift-by", out, `^g1\s+recs\s+0\s+2$`, `^g1\s+recs\s+1\s+1$`)
+	out = tool(t, groups, "--bootstrap-server", bs, "--delete-offsets", "--group", "g1", "--topic", "recs:1")
+	wantLines(t, "delete-offsets", out, `^recs\s+1\s+Successful`)
+	out = tool(t, groups, "--bootstrap-server", bs, "--delete", "--group", "g1")
+	wantLines(t, "groups --delete", out, `Deletion of requested consumer groups \('g1'\) was successful\.`)
+
+	out = tool(t, "org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", bs, "--election-type", "preferred", "--topic", "recs", "--partition", "0")
+	wantLines(t, "leader-election", out, `Valid replica already elected for partitions recs-0|Successfully completed leader election \(PREFERRED\) for partitions recs-0`)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,6 +89,17 @@ type ToolResult struct {
 // exits non-zero is a result to assert on.
 func RunTool(t testing.TB, mainClass string, args ...string) ToolResult {
 	t.Helper()
+	return runTool(t, "", mainClass, args...)
+}
+
+// RunToolInput is RunTool with stdin (kafka-console-producer's records).
+func RunToolInput(t testing.TB, stdin, mainClass string, args ...string) ToolResult {
+	t.Helper()
+	return runTool(t, stdin, mainClass, args...)
+}
+
+func runTool(t testing.TB, stdin, mainClass string, args ...string) ToolResult {
+	t.Helper()
 	libs := Libs(t)
 	dir := t.TempDir()
 	log4j := filepath.Join(dir, "tools-log4j2.properties")
@@ -106,6 +118,7 @@ func RunTool(t testing.TB, mainClass string, args ...string) ToolResult {
 	cmd.SysProcAttr = childAttr()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = strings.NewReader(stdin)
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		t.Fatalf("kafkacluster: %s did not finish within %v\nstdout:\n%s\nstderr:\n%s", mainClass, ToolTimeout, &stdout, &stderr)
