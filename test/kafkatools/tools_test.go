@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kmirror/kmirror/internal/testcluster"
 	"github.com/kmirror/kmirror/internal/testcluster/kafkacluster"
 )
@@ -242,4 +244,74 @@ func TestOffsetsRecordsAndGroups(t *testing.T) {
 
 	out = tool(t, "org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", bs, "--election-type", "preferred", "--topic", "recs", "--partition", "0")
 	wantLines(t, "leader-election", out, `Valid replica already elected for partitions recs-0|Successfully completed leader election \(PREFERRED\) for partitions recs-0`)
+}
+
+// TestACLs runs kafka-acls: add a prefixed ACL, list it, remove it.
+func TestACLs(t *testing.T) {
+	c := cluster(t)
+	bs := c.Bootstrap()
+	const cmd = "org.apache.kafka.tools.AclCommand"
+	out := tool(t, cmd, "--bootstrap-server", bs, "--add", "--allow-principal", "User:bob", "--operation", "Read",
+		"--topic", "pre-", "--resource-pattern-type", "prefixed")
+	wantLines(t, "acls --add", out, "^Adding ACLs for resource `ResourcePattern\\(resourceType=TOPIC, name=pre-, patternType=PREFIXED\\)`")
+	out = tool(t, cmd, "--bootstrap-server", bs, "--list", "--topic", "pre-", "--resource-pattern-type", "prefixed")
+	wantLines(t, "acls --list", out, `^\s+\(principal=User:bob, host=\*, operation=READ, permissionType=ALLOW\)$`)
+	tool(t, cmd, "--bootstrap-server", bs, "--remove", "--force", "--allow-principal", "User:bob", "--operation", "Read",
+		"--topic", "pre-", "--resource-pattern-type", "prefixed")
+	out = tool(t, cmd, "--bootstrap-server", bs, "--list")
+	if strings.Contains(out, "User:bob") {
+		t.Errorf("bob's ACL listed after its removal:\n%s", out)
+	}
+}
+
+// TestTransactions runs kafka-transactions on an open transaction of a
+// franz-go producer: list, describe and describe-producers show it,
+// find-hanging does not count it as hanging (it is younger than the
+// transaction timeout), and abort (at the start offset describe-producers
+// gives) ends it, so that the last stable offset reaches the log end.
+func TestTransactions(t *testing.T) {
+	c := cluster(t)
+	bs := c.Bootstrap()
+	tool(t, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bs, "--create", "--topic", "tx", "--replica-assignment", "1:2:3")
+	cl := c.Client(t, kgo.TransactionalID("tools-tx"), kgo.DefaultProduceTopic("tx"), kgo.TransactionTimeout(time.Minute))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	const cmd = "org.apache.kafka.tools.TransactionsCommand"
+	out := tool(t, cmd, "--bootstrap-server", bs, "list")
+	wantLines(t, "transactions list", out, `^tools-tx\s+[123]\s+[0-9]+\s+Ongoing`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "describe", "--transactional-id", "tools-tx")
+	wantLines(t, "transactions describe", out, `Ongoing`, `tx-0`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "describe-producers", "--topic", "tx", "--partition", "0")
+	wantLines(t, "describe-producers", out, `^ProducerId\s+ProducerEpoch\s+LatestCoordinatorEpoch\s+LastSequence\s+LastTimestamp\s+CurrentTransactionStartOffset`,
+		`^[0-9]+\s+[0-9]+\s+-?[0-9]+\s+0\s+[0-9]+\s+0\s*$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "find-hanging", "--broker-id", "1")
+	wantLines(t, "find-hanging", out, `^Topic\s+Partition\s+ProducerId\s+ProducerEpoch\s+CoordinatorEpoch\s+StartOffset`)
+	if strings.Contains(out, "tx\t") || strings.Contains(out, "tx ") {
+		t.Errorf("find-hanging counts a young open transaction as hanging:\n%s", out)
+	}
+	tool(t, cmd, "--bootstrap-server", bs, "abort", "--topic", "tx", "--partition", "0", "--start-offset", "0")
+	waitFor(t, "the last stable offset at the log end", func() bool {
+		lso, err := c.Admin(t).ListCommittedOffsets(t.Context(), "tx")
+		if err != nil {
+			return false
+		}
+		o, _ := lso.Lookup("tx", 0)
+		return o.Err == nil && o.Offset == 2 // the record and the ABORT marker
+	})
+}
+
+// waitFor polls cond until it holds or 30 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
