@@ -329,6 +329,8 @@ func brokerDefinitions() []Definition {
 			Doc: "Bytes per second a leader sends to followers that are out of sync, for the partitions listed in their topic's leader.replication.throttled.replicas (the throttle of a partition reassignment): over the rate, such fetches get no records until the rate falls."}),
 		b(Definition{Name: "follower.replication.throttled.rate", Type: TypeLong, Default: str("9223372036854775807"), Validator: AtLeast(0), Importance: Medium, Update: ClusterWide,
 			Doc: "Kafka's follower-side replication throttle. Accepted; kmirror throttles a reassignment on the leader side (leader.replication.throttled.rate), which bounds the same transfer."}),
+		b(Definition{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong, Default: str("9223372036854775807"), Validator: AtLeast(0), Importance: Medium, Update: ClusterWide,
+			Doc: "Kafka's throttle of moves between a broker's log directories (AlterReplicaLogDirs), which kafka-reassign-partitions sets and clears with --throttle. Accepted; kmirror does not move replicas between log directories."}),
 		b(Definition{Name: "replication.quota.window.num", Type: TypeInt, Default: str("11"), Validator: AtLeast(1), Importance: Low,
 			Doc: "Number of samples the replication throttles measure their rate over."}),
 		b(Definition{Name: "replication.quota.window.size.seconds", Type: TypeInt, Default: str("1"), Validator: AtLeast(1), Importance: Low,

@@ -235,6 +235,10 @@ func TestOffsetsRecordsAndGroups(t *testing.T) {
 		`^g1\s+recs\s+[01]\s+[12]\s+2\s+[01]\s+-`)
 	out = tool(t, groups, "--bootstrap-server", bs, "--reset-offsets", "--group", "g1", "--topic", "recs", "--to-earliest", "--execute")
 	wantLines(t, "reset --to-earliest", out, `^g1\s+recs\s+0\s+1$`, `^g1\s+recs\s+1\s+0$`)
+	out = tool(t, groups, "--bootstrap-server", bs, "--reset-offsets", "--group", "g1", "--topic", "recs", "--to-datetime", "2100-01-01T00:00:00.000", "--execute")
+	wantLines(t, "reset --to-datetime (after every record: the log end)", out, `^g1\s+recs\s+0\s+2$`, `^g1\s+recs\s+1\s+2$`)
+	out = tool(t, groups, "--bootstrap-server", bs, "--reset-offsets", "--group", "g1", "--topic", "recs", "--to-datetime", "2000-01-01T00:00:00.000", "--execute")
+	wantLines(t, "reset --to-datetime (before every record: the first)", out, `^g1\s+recs\s+0\s+1$`, `^g1\s+recs\s+1\s+0$`)
 	out = tool(t, groups, "--bootstrap-server", bs, "--reset-offsets", "--group", "g1", "--topic", "recs", "--shift-by", "1", "--execute")
 	wantLines(t, "reset --shift-by", out, `^g1\s+recs\s+0\s+2$`, `^g1\s+recs\s+1\s+1$`)
 	out = tool(t, groups, "--bootstrap-server", bs, "--delete-offsets", "--group", "g1", "--topic", "recs:1")
@@ -314,4 +318,37 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestReassignPartitions runs kafka-reassign-partitions: --generate a plan
+// for moving a topic to brokers 2 and 3, --execute it with a --throttle,
+// and --verify until it is complete (which also removes the throttle).
+func TestReassignPartitions(t *testing.T) {
+	c := cluster(t)
+	bs := c.Bootstrap()
+	tool(t, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bs, "--create", "--topic", "mv", "--replica-assignment", "1:2,1:2")
+	dir := t.TempDir()
+	topics := dir + "/topics.json"
+	if err := os.WriteFile(topics, []byte(`{"topics":[{"topic":"mv"}],"version":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const cmd = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+	out := tool(t, cmd, "--bootstrap-server", bs, "--generate", "--topics-to-move-json-file", topics, "--broker-list", "2,3")
+	wantLines(t, "--generate", out, `^Current partition replica assignment$`, `^Proposed partition reassignment configuration$`)
+	plan := dir + "/plan.json"
+	// The proposal is the last line; a plan of our own keeps the test
+	// independent of the tool's random placement.
+	if err := os.WriteFile(plan, []byte(`{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[2,3],"log_dirs":["any","any"]},{"topic":"mv","partition":1,"replicas":[3,2],"log_dirs":["any","any"]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = tool(t, cmd, "--bootstrap-server", bs, "--execute", "--reassignment-json-file", plan, "--throttle", "10000000")
+	wantLines(t, "--execute", out, `^Successfully started partition reassignments for mv-0,mv-1$`, `Warning: You must run --verify periodically`)
+	var verify string
+	waitFor(t, "the reassignment complete", func() bool {
+		verify = tool(t, cmd, "--bootstrap-server", bs, "--verify", "--reassignment-json-file", plan)
+		return strings.Contains(verify, "Reassignment of partition mv-0 is completed.") && strings.Contains(verify, "Reassignment of partition mv-1 is completed.")
+	})
+	wantLines(t, "--verify", verify, `^Clearing broker-level throttles on brokers 1,2,3$`, `^Clearing topic-level throttles on topic mv$`)
+	out = tool(t, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bs, "--describe", "--topic", "mv")
+	wantLines(t, "describe after the move", out, `Partition: 0\s+Leader: [23]\s+Replicas: 2,3\s`, `Partition: 1\s+Leader: [23]\s+Replicas: 3,2\s`)
 }
