@@ -37,6 +37,9 @@ type Delta struct {
 	// acls and scram hold changed entries; nil values are removals.
 	acls  map[Uuid]*ACLEntry
 	scram map[ScramKey]*ScramCredential
+	// quotas holds the entities whose quotas changed, with their whole
+	// new set (empty: removed).
+	quotas map[string]*ClientQuota
 	// features holds changed levels; 0 is a removal.
 	features map[string]int16
 }
@@ -87,6 +90,7 @@ func NewDelta(base *Image) *Delta {
 		configs:       map[ConfigResource]*configDelta{},
 		acls:          map[Uuid]*ACLEntry{},
 		scram:         map[ScramKey]*ScramCredential{},
+		quotas:        map[string]*ClientQuota{},
 		features:      map[string]int16{},
 	}
 }
@@ -139,6 +143,8 @@ func (d *Delta) Replay(r Record, offset uint64) error {
 		err = d.replayScram(x, offset)
 	case *RemoveUserScramCredentialRecord:
 		err = d.replayRemoveScram(x, offset)
+	case *ClientQuotaRecord:
+		err = d.replayClientQuota(x, offset)
 	case *FeatureLevelRecord:
 		err = d.replayFeature(x, offset)
 	case *NoOpRecord:
@@ -166,6 +172,7 @@ func (d *Delta) Apply() *Image {
 		nextProducerID: b.nextProducerID,
 		acls:           b.acls,
 		scram:          b.scram,
+		quotas:         b.quotas,
 		features:       b.features,
 	}
 	if len(d.brokers) > 0 {
@@ -232,6 +239,16 @@ func (d *Delta) Apply() *Image {
 				delete(im.scram, k)
 			} else {
 				im.scram[k] = *c
+			}
+		}
+	}
+	if len(d.quotas) > 0 {
+		im.quotas = cloneMap(b.quotas, len(d.quotas))
+		for k, q := range d.quotas {
+			if len(q.Values) == 0 {
+				delete(im.quotas, k)
+			} else {
+				im.quotas[k] = ClientQuota{Entity: q.Entity, Values: cloneMap(q.Values, 0)}
 			}
 		}
 	}

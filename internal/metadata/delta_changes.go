@@ -14,7 +14,7 @@ import (
 // HasChanges reports whether the delta changes anything but the offset.
 func (d *Delta) HasChanges() bool {
 	return len(d.brokers) > 0 || len(d.topics) > 0 || len(d.deletedTopics) > 0 ||
-		len(d.configs) > 0 || d.producerIDSet || len(d.acls) > 0 || len(d.scram) > 0 ||
+		len(d.configs) > 0 || d.producerIDSet || len(d.acls) > 0 || len(d.scram) > 0 || len(d.quotas) > 0 ||
 		len(d.features) > 0
 }
 

@@ -25,6 +25,7 @@ type Image struct {
 	nextProducerID int64
 	acls           map[Uuid]ACLEntry
 	scram          map[ScramKey]ScramCredential
+	quotas         map[string]ClientQuota // by QuotaEntity.key
 	features       map[string]int16
 
 	sortedOnce   sync.Once

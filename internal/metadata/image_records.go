@@ -43,6 +43,11 @@ func (im *Image) ToRecords() []Record {
 	for _, c := range im.ScramCredentials() {
 		rs = append(rs, &UserScramCredentialRecord{ScramCredential: c})
 	}
+	for _, q := range im.ClientQuotas() {
+		for _, k := range slices.Sorted(maps.Keys(q.Values)) {
+			rs = append(rs, &ClientQuotaRecord{Entity: q.Entity, Key: k, Value: q.Values[k]})
+		}
+	}
 	return rs
 }
 

@@ -121,6 +121,7 @@ var recordSpecs = map[RecordType]recordSpec{
 	TypeRemoveAccessControlEntry:  {func() Record { return new(RemoveAccessControlEntryRecord) }, 0, 0},
 	TypeNoOp:                      {func() Record { return new(NoOpRecord) }, 0, 0},
 	TypeRemoveUserScramCredential: {func() Record { return new(RemoveUserScramCredentialRecord) }, 0, 0},
+	TypeClientQuota:               {func() Record { return new(ClientQuotaRecord) }, 0, 0},
 }
 
 // Encode appends the framed encoding of r to dst and returns the result:

@@ -67,6 +67,8 @@ func sampleRecords() []Record {
 		&UserScramCredentialRecord{ScramCredential{Name: "alice", Mechanism: ScramSHA512,
 			Salt: []byte("salt"), StoredKey: []byte{1, 2, 3}, ServerKey: []byte{4, 5}, Iterations: 4096}},
 		&RemoveUserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA256},
+		&ClientQuotaRecord{Entity: QuotaEntity{{Type: QuotaEntityClientID, Default: true}, {Type: QuotaEntityUser, Name: "alice"}}, Key: "producer_byte_rate", Value: 1024.5},
+		&ClientQuotaRecord{Entity: QuotaEntity{{Type: QuotaEntityIP, Name: ""}}, Key: "connection_creation_rate", Remove: true},
 		&FeatureLevelRecord{Name: MetadataVersionFeature, Level: 21},
 		&NoOpRecord{},
 	}
