@@ -13,11 +13,11 @@ import (
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
-// SecurityService returns the broker's ACL and SCRAM APIs as a service of
-// their own: CreateAcls, DeleteAcls and AlterUserScramCredentials are
-// forwarded to the active controller, which writes the records;
-// DescribeAcls and DescribeUserScramCredentials are answered from this
-// broker's metadata image. The server attaches it next to the broker.
+// SecurityService returns the broker's ACL, SCRAM and client quota APIs as a
+// service of their own: CreateAcls, DeleteAcls, AlterUserScramCredentials
+// and AlterClientQuotas are forwarded to the active controller, which
+// writes the records; DescribeAcls, DescribeUserScramCredentials and
+// DescribeClientQuotas are answered from this broker's metadata image. The server attaches it next to the broker.
 //
 // Who may call them is checked before dispatch (CLUSTER ALTER, CLUSTER
 // DESCRIBE: auth.RequiredFor), so the handlers do not check again.
@@ -33,6 +33,8 @@ func (s securityService) APIs() []wire.API {
 		{Key: int16(kmsg.DeleteACLs), MinVersion: 0, MaxVersion: 3, Handle: s.forward},
 		{Key: int16(kmsg.DescribeUserSCRAMCredentials), MinVersion: 0, MaxVersion: 0, Handle: s.describeScram},
 		{Key: int16(kmsg.AlterUserSCRAMCredentials), MinVersion: 0, MaxVersion: 0, Handle: s.forward},
+		{Key: int16(kmsg.DescribeClientQuotas), MinVersion: 0, MaxVersion: 1, Handle: s.describeClientQuotas},
+		{Key: int16(kmsg.AlterClientQuotas), MinVersion: 0, MaxVersion: 1, Handle: s.forward},
 	}
 }
 

@@ -156,6 +156,8 @@ func (c *Controller) serveSecurity(req kmsg.Request) (kmsg.Response, bool, error
 		resp, err = c.deleteACLs(r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		resp, err = c.alterUserScramCredentials(r)
+	case *kmsg.AlterClientQuotasRequest:
+		resp, err = c.alterClientQuotas(r)
 	default:
 		return nil, false, nil
 	}
@@ -165,7 +167,7 @@ func (c *Controller) serveSecurity(req kmsg.Request) (kmsg.Response, bool, error
 // securityErrorResponse is errorResponse for the ACL and SCRAM requests.
 func securityErrorResponse(req kmsg.Request, err error) (kmsg.Response, bool) {
 	switch req.(type) {
-	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterUserSCRAMCredentialsRequest:
+	case *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest, *kmsg.AlterUserSCRAMCredentialsRequest, *kmsg.AlterClientQuotasRequest:
 		return wireErrorResponse(req, err), true
 	}
 	return nil, false
@@ -190,6 +192,12 @@ func securityHasNotController(resp kmsg.Response) bool {
 		}
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		for _, x := range r.Results {
+			if x.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, x := range r.Entries {
 			if x.ErrorCode == nc {
 				return true
 			}

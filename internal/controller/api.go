@@ -42,6 +42,7 @@ var servedAPIs = []servedAPI{
 	// DescribeUserScramCredentials (50) are answered by brokers.
 	{key: 30, min: 0, max: 3}, // CreateAcls
 	{key: 31, min: 0, max: 3}, // DeleteAcls
+	{key: 49, min: 0, max: 1}, // AlterClientQuotas
 	{key: 51, min: 0, max: 0}, // AlterUserScramCredentials
 }
 

@@ -135,6 +135,8 @@ var refusalRows = map[int16]refusalRow{
 	int16(kmsg.AlterPartitionAssignments):  {want: clusterRefused},
 	int16(kmsg.ListPartitionReassignments): {want: clusterRefused},
 	int16(kmsg.DescribeQuorum):             {want: clusterRefused},
+	int16(kmsg.DescribeClientQuotas):       {want: clusterRefused},
+	int16(kmsg.AlterClientQuotas):          {want: clusterRefused},
 	int16(kmsg.IncrementalAlterConfigs): {want: topicRefused, prep: func(r kmsg.Request) {
 		for i := range r.(*kmsg.IncrementalAlterConfigsRequest).Resources {
 			r.(*kmsg.IncrementalAlterConfigsRequest).Resources[i].ResourceType = kmsg.ConfigResourceTypeTopic

@@ -171,12 +171,28 @@ func TestConfigs(t *testing.T) {
 		t.Errorf("an unknown broker config was accepted:\n%s%s", r.Stdout, r.Stderr)
 	}
 
-	// SCRAM credentials: created with kafka-configs, then a client logs in
-	// with them. (kafka-configs --describe of users also reads client
-	// quotas, which kmirror does not serve yet: DescribeClientQuotas.)
+	// SCRAM credentials and client quotas of users and client ids.
 	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "users", "--entity-name", "alice", "--alter",
 		"--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret]")
 	wantLines(t, "alter user", out, `^Completed updating config for user alice\.$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "users", "--entity-name", "alice", "--alter",
+		"--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152")
+	wantLines(t, "alter user quotas", out, `^Completed updating config for user alice\.$`)
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "clients", "--entity-default", "--alter", "--add-config", "request_percentage=50")
+	wantLines(t, "alter the default client-id's quota", out, `^Completed updating default config for clients in the cluster\.$`)
+	r = kafkacluster.RunTool(t, cmd, "--bootstrap-server", bs, "--entity-type", "users", "--entity-name", "alice", "--alter", "--add-config", "producer_byte_rate=1.5")
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout+r.Stderr, "InvalidRequestException: Quota producer_byte_rate must be a whole number") {
+		t.Errorf("a fractional byte rate: exit %d %s%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "users", "--entity-name", "alice", "--alter", "--delete-config", "consumer_byte_rate")
+	waitFor(t, "alice's quotas and credential described", func() bool {
+		out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "users", "--entity-name", "alice", "--describe")
+		return strings.Contains(out, "Quota configs for user-principal 'alice' are producer_byte_rate=1048576.0\n") &&
+			strings.Contains(out, "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192")
+	})
+	out = tool(t, cmd, "--bootstrap-server", bs, "--entity-type", "clients", "--entity-default", "--describe")
+	wantLines(t, "describe the default client-id", out, `^Quota configs for the default client-id are request_percentage=50\.0$`)
+
 	// (Another broker may apply the change a moment later.)
 	var last string
 	deadline := time.Now().Add(30 * time.Second)
