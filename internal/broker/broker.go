@@ -85,6 +85,9 @@ type Broker struct {
 	rm     *ReplicaManager
 	fetchs *fetchSessionCache
 	pids   *producerIDManager
+	// quotas measures clients against their byte-rate quotas
+	// (client_quota_enforce.go).
+	quotas *clientQuotas
 
 	txn txnHook
 
@@ -131,6 +134,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b.rm.alter = newAlterPartitionSender(cfg.NodeID, deps.Controller, b.rm.brokerEpoch, logger.With("component", "alter-partition"))
 	b.fetchs = newFetchSessionCache(int(cfg.Cfg.MaxIncrementalFetchSessionCacheSlots), fetchSessionEvictionMs, cfg.Now)
 	b.pids = newProducerIDManager(b)
+	b.quotas = newClientQuotas(cfg.Cfg.QuotaWindowNum, cfg.Cfg.QuotaWindowSizeSeconds)
 	return b, nil
 }
 

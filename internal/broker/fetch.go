@@ -315,5 +315,16 @@ func (b *Broker) buildFetchResponse(rc *wire.RequestContext, req *kmsg.FetchRequ
 			}
 		}
 	}
+	if !follower {
+		var n int64
+		for i := range resp.topics {
+			for _, p := range resp.topics[i].partitions {
+				if p.records != nil {
+					n += p.records.Size
+				}
+			}
+		}
+		resp.throttleMs = int32(b.quotas.record(img, "consumer_byte_rate", rc, n, b.rm.now()).Milliseconds())
+	}
 	return streamFetchResponse(resp)
 }

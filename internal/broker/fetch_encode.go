@@ -266,7 +266,7 @@ func streamFetchResponse(r *fetchResponseData) *wire.StreamResponse {
 		}
 	}
 	return &wire.StreamResponse{
-		APIKey: 1, Version: r.version, Parts: parts,
+		APIKey: 1, Version: r.version, Parts: parts, ThrottleMillis: r.throttleMs,
 		Release: func() {
 			for _, rr := range results {
 				rr.Release()

@@ -168,6 +168,13 @@ func (b *Broker) handleProduce(ctx context.Context, rc *wire.RequestContext, kre
 		}
 		return nil, nil
 	}
+	var n int64
+	for _, it := range items {
+		if it.appended {
+			n += int64(len(it.records))
+		}
+	}
+	resp.ThrottleMillis = int32(b.quotas.record(img, "producer_byte_rate", rc, n, b.rm.now()).Milliseconds())
 	return resp, nil
 }
 

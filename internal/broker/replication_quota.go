@@ -59,6 +59,12 @@ func (q *replicationQuota) record(n int64, now time.Time) {
 // at least num-1 sample lengths so that a first burst is not read as a
 // huge rate.
 func (q *replicationQuota) rate(now time.Time) float64 {
+	r, _ := q.rateAndWindow(now)
+	return r
+}
+
+// rateAndWindow is rate with the length of time it was measured over.
+func (q *replicationQuota) rateAndWindow(now time.Time) (float64, time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e := now.UnixNano() / int64(q.size)
@@ -71,11 +77,11 @@ func (q *replicationQuota) rate(now time.Time) float64 {
 		}
 	}
 	if total == 0 {
-		return 0
+		return 0, 0
 	}
 	elapsed := now.Sub(time.Unix(0, oldest*int64(q.size)))
 	elapsed = max(elapsed, time.Duration(max(q.num-1, 1))*q.size)
-	return float64(total) / elapsed.Seconds()
+	return float64(total) / elapsed.Seconds(), elapsed
 }
 
 // exceeded reports whether the measured rate is above limit bytes per

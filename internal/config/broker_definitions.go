@@ -335,6 +335,10 @@ func brokerDefinitions() []Definition {
 			Doc: "Number of samples the replication throttles measure their rate over."}),
 		b(Definition{Name: "replication.quota.window.size.seconds", Type: TypeInt, Default: str("1"), Validator: AtLeast(1), Importance: Low,
 			Doc: "Length of each sample of the replication throttles, in seconds."}),
+		b(Definition{Name: "quota.window.num", Type: TypeInt, Default: str("11"), Validator: AtLeast(1), Importance: Low,
+			Doc: "Number of samples kept to measure a client's rate against its quotas (producer_byte_rate, consumer_byte_rate)."}),
+		b(Definition{Name: "quota.window.size.seconds", Type: TypeInt, Default: str("1"), Validator: AtLeast(1), Importance: Low,
+			Doc: "Length of each sample of the client quotas, in seconds."}),
 		b(Definition{Name: "mirror.replication.throttled.rate", Type: TypeLong, Default: str("-1"), Validator: AtLeast(-1), Importance: Medium, Update: ClusterWide, Kmirror: true,
 			Doc: "kmirror: cap, in bytes per second per broker, on data fetched by mirror fetchers; -1 means no cap."}),
 	}

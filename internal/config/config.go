@@ -221,6 +221,10 @@ type Config struct {
 	// replication.quota.window.num and .size.seconds.
 	ReplicationQuotaWindowNum         int32
 	ReplicationQuotaWindowSizeSeconds int32
+	// QuotaWindowNum and QuotaWindowSizeSeconds are quota.window.num and
+	// .size.seconds (client quotas).
+	QuotaWindowNum         int32
+	QuotaWindowSizeSeconds int32
 
 	// Layers, most specific last; every map is owned by this Config.
 	profile    map[string]string // kmirror's defaults when no file is given
@@ -591,6 +595,8 @@ func (c *Config) fill() error {
 	c.LeaderReplicationThrottledRate = c.v("leader.replication.throttled.rate").Long()
 	c.ReplicationQuotaWindowNum = c.v("replication.quota.window.num").Int()
 	c.ReplicationQuotaWindowSizeSeconds = c.v("replication.quota.window.size.seconds").Int()
+	c.QuotaWindowNum = c.v("quota.window.num").Int()
+	c.QuotaWindowSizeSeconds = c.v("quota.window.size.seconds").Int()
 
 	return errors.Join(errs...)
 }

@@ -186,6 +186,10 @@ func (im *Image) ClientQuotas() []ClientQuota {
 	return out
 }
 
+// HasClientQuotas reports whether any client quota is set (cheap: the
+// produce and fetch paths ask it on every request).
+func (im *Image) HasClientQuotas() bool { return len(im.quotas) > 0 }
+
 // ClientQuota returns the quotas of one entity.
 func (im *Image) ClientQuota(e QuotaEntity) (map[string]float64, bool) {
 	q, ok := im.quotas[e.Normalized().key()]

@@ -85,7 +85,7 @@ func (c *conn) serve(ctx context.Context, first []byte) {
 		case <-ctx.Done():
 			return
 		}
-		ok := c.process(ctx, w, frame)
+		ok, mute := c.process(ctx, w, frame)
 		if cap(frame) > maxKeptBuffer {
 			// The reader dropped its reference (readFrames) and the
 			// request is answered: nothing aliases the frame any more.
@@ -94,38 +94,63 @@ func (c *conn) serve(ctx context.Context, first []byte) {
 		if !ok {
 			return
 		}
+		if mute > 0 {
+			// A throttled client (a quota): the connection is muted for
+			// the throttle time after the response (KIP-219).
+			t := time.NewTimer(mute)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
 	}
 }
 
-// process handles one frame; false means the connection must close.
-func (c *conn) process(ctx context.Context, w *responseWriter, frame []byte) bool {
+// throttleOf returns the throttle time a response carries (kmsg responses
+// and stream responses report it with Throttle).
+func throttleOf(resp wire.Response) time.Duration {
+	if t, ok := resp.(interface{ Throttle() (int32, bool) }); ok {
+		if ms, _ := t.Throttle(); ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return 0
+}
+
+// process handles one frame; false means the connection must close, and
+// mute is how long it must then wait before reading the next request (the
+// response's throttle time).
+func (c *conn) process(ctx context.Context, w *responseWriter, frame []byte) (ok bool, mute time.Duration) {
 	c.busy.Store(true)
 	defer c.busy.Store(false)
 	if c.sasl != nil && !c.sasl.done {
-		return c.authenticate(ctx, w, frame)
+		return c.authenticate(ctx, w, frame), 0
 	}
 	start := time.Now()
 	hdr, resp, err := c.ep.dispatchAs(ctx, c.nc.RemoteAddr(), c.principal, frame)
 	defer func() { c.reqs.observe(hdr.APIKey, c.ep.serves(hdr.APIKey), time.Since(start), resp, err != nil) }()
 	if err != nil {
 		c.logRequestError(ctx, hdr, err)
-		return false
+		return false, 0
 	}
 	if resp == nil {
-		return true
+		return true, 0
 	}
 	if c.limits.idleTimeout > 0 {
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.limits.idleTimeout))
 	}
+	mute = throttleOf(resp)
 	if err := w.write(hdr.CorrelationID, resp); err != nil {
 		if ctx.Err() == nil {
 			c.log.Info("closing connection: writing the response failed",
 				"api", wire.APIName(hdr.APIKey), "api_key", hdr.APIKey, "api_version", hdr.APIVersion,
 				"correlation_id", hdr.CorrelationID, "error", err)
 		}
-		return false
+		return false, 0
 	}
-	return true
+	return true, mute
 }
 
 // readFrames reads request frames and hands them to the processor. It uses

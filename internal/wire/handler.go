@@ -70,12 +70,19 @@ type StreamResponse struct {
 	APIKey  int16
 	Version int16
 	Parts   []Part
+	// ThrottleMillis is the throttle time the encoded body carries (the
+	// connection reads nothing more for that long after sending it).
+	ThrottleMillis int32
 	// Release, if set, frees what the parts hold (segment references).
 	Release func()
 }
 
 // Key returns the API key the body was encoded for.
 func (s *StreamResponse) Key() int16 { return s.APIKey }
+
+// Throttle returns ThrottleMillis, which applies after the response
+// (KIP-219), as kmsg responses report theirs.
+func (s *StreamResponse) Throttle() (int32, bool) { return s.ThrottleMillis, true }
 
 // GetVersion returns the version the body was encoded at.
 func (s *StreamResponse) GetVersion() int16 { return s.Version }
