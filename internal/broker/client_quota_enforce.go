@@ -33,8 +33,20 @@ import (
 type clientQuotas struct {
 	num, sizeSeconds int32
 	mu               sync.Mutex
-	sensors          map[quotaSensorKey]*replicationQuota
+	sensors          map[quotaSensorKey]*quotaSensor
+	lastSweep        time.Time
 }
+
+// quotaSensor is one measured rate and when it was last used: sensors
+// idle for quotaSensorExpiry go (as Kafka's quota sensors expire), so that
+// many short-lived client ids do not pile up.
+type quotaSensor struct {
+	rate     *replicationQuota
+	lastUsed time.Time
+}
+
+// quotaSensorExpiry is how long an unused sensor is kept.
+const quotaSensorExpiry = time.Hour
 
 // quotaSensorKey names a measured rate: the quota key and the entity's
 // tags ("" for a tag the applying quota leaves out).
@@ -43,7 +55,7 @@ type quotaSensorKey struct {
 }
 
 func newClientQuotas(num, sizeSeconds int32) *clientQuotas {
-	return &clientQuotas{num: max(num, 1), sizeSeconds: max(sizeSeconds, 1), sensors: map[quotaSensorKey]*replicationQuota{}}
+	return &clientQuotas{num: max(num, 1), sizeSeconds: max(sizeSeconds, 1), sensors: map[quotaSensorKey]*quotaSensor{}}
 }
 
 // quotaUser is the user a principal's quotas are set for: its name
@@ -111,14 +123,23 @@ func (q *clientQuotas) record(img *metadata.Image, key string, rc *wire.RequestC
 		return 0
 	}
 	q.mu.Lock()
+	if now.Sub(q.lastSweep) > quotaSensorExpiry/4 {
+		q.lastSweep = now
+		for k, s := range q.sensors {
+			if now.Sub(s.lastUsed) > quotaSensorExpiry {
+				delete(q.sensors, k)
+			}
+		}
+	}
 	s := q.sensors[tags]
 	if s == nil {
-		s = newReplicationQuota(q.num, q.sizeSeconds)
+		s = &quotaSensor{rate: newReplicationQuota(q.num, q.sizeSeconds)}
 		q.sensors[tags] = s
 	}
+	s.lastUsed = now
 	q.mu.Unlock()
-	s.record(n, now)
-	rate, window := s.rateAndWindow(now)
+	s.rate.record(n, now)
+	rate, window := s.rate.rateAndWindow(now)
 	if rate <= bound {
 		return 0
 	}
