@@ -162,7 +162,7 @@ var rules = func() []Rule {
 		unrelated(kmsg.GetTelemetrySubscriptions, "telemetry"),
 		unrelated(kmsg.PushTelemetry, "telemetry"),
 		unrelated(kmsg.AssignReplicasToDirs, "the controller"),
-		unrelated(kmsg.ListClientMetricsResources, "telemetry"),
+		unrelated(kmsg.ListConfigResources, "configs of client metrics and other resources"),
 		read(kmsg.DescribeTopicPartitions),
 	}
 	for k := wire.MinMirrorKey; k <= wire.MaxMirrorKey; k++ {
