@@ -110,7 +110,7 @@ func (s *Describer) handle(ctx context.Context, _ *wire.RequestContext, kreq kms
 					t.Partitions = append(t.Partitions, wire.DescribeMirrorsResponsePartition{
 						Partition: p, LeaderID: ps.Leader, State: st,
 						SourceHighWatermark: -1, SourceLogStartOffset: -1, DestinationLogEndOffset: -1, Lag: -1,
-						LastFetchMillis: -1, StateChangeMillis: -1,
+						LastFetchMillis: -1, StateChangeMillis: -1, LastStableOffset: -1, LagMillis: -1,
 					})
 					if ps.Leader >= 0 && membership != wire.MembershipStopped {
 						byLeader[ps.Leader] = append(byLeader[ps.Leader], pending{len(resp.Mirrors), len(m.Topics), len(t.Partitions) - 1})
@@ -257,6 +257,8 @@ type partitionView struct {
 	known   bool
 	stats   statsSnapshot
 	leo     int64
+	lso     int64
+	now     time.Time
 }
 
 func (v partitionView) partition(leader int32) wire.DescribeMirrorsResponsePartition {
@@ -264,9 +266,13 @@ func (v partitionView) partition(leader int32) wire.DescribeMirrorsResponseParti
 		Partition: v.tp.Partition, LeaderID: leader, State: v.status.State,
 		SourceHighWatermark: v.stats.SourceHW, SourceLogStartOffset: v.stats.SourceLogStart,
 		DestinationLogEndOffset: v.leo, Lag: -1, LastFetchMillis: -1, StateChangeMillis: v.stats.StateChange.UnixMilli(),
+		LastStableOffset: v.lso, LagMillis: -1,
 	}
 	if v.stats.SourceHW >= 0 && v.leo >= 0 {
 		p.Lag = max(0, v.stats.SourceHW-v.leo)
+	}
+	if secs, ok := v.stats.Lag.seconds(v.stats.SourceHW, v.leo, v.now); ok {
+		p.LagMillis = int64(secs * 1000)
 	}
 	if !v.stats.LastFetch.IsZero() {
 		p.LastFetchMillis = v.stats.LastFetch.UnixMilli()
@@ -301,11 +307,12 @@ func (m *Manager) describeLocal(names []string) []partitionView {
 		d.mu.Lock()
 		raw := d.raw
 		d.mu.Unlock()
-		leo := int64(-1)
+		leo, lso := int64(-1), int64(-1)
 		if l := d.part.Log(); l != nil {
-			leo = l.LogEndOffset()
+			leo, lso = l.LogEndOffset(), failoverCut(l)
 		}
-		out = append(out, partitionView{mirror: d.key.Mirror, raw: raw, tp: d.tp, topicID: d.topicID, status: st, known: known, stats: stats, leo: leo})
+		out = append(out, partitionView{mirror: d.key.Mirror, raw: raw, tp: d.tp, topicID: d.topicID, status: st, known: known,
+			stats: stats, leo: leo, lso: lso, now: m.cfg.Now()})
 	}
 	slices.SortFunc(out, func(a, b partitionView) int { return compareTP(a.tp, b.tp) })
 	return out

@@ -127,16 +127,8 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 		d.log.Info("leader epoch bumped above the mirrored epochs", "latest_mirrored_epoch", latest, "new_leader_epoch", e)
 		return errWaitNewEpoch
 	}
-	// 3. (An open transaction that began below the log start — retention,
-	// or a source log start inside its first batch — cuts at the log
-	// start, not below it: the log keeps its start.)
-	cut := log.LogEndOffset()
-	for _, p := range log.ActiveProducers() {
-		if p.CurrentTxnFirstOffset >= 0 {
-			cut = min(cut, p.CurrentTxnFirstOffset)
-		}
-	}
-	cut = max(cut, log.LogStartOffset())
+	// 3.
+	cut := failoverCut(log)
 	if leo := log.LogEndOffset(); cut < leo {
 		d.log.Info("truncating the failed-over partition to its last stable offset", "offset", cut, "log_end_offset", leo)
 		if err := d.part.TruncateInEpoch(cut, d.leaderEpoch); err != nil {
@@ -173,6 +165,22 @@ func (d *driver) stopOnce(ctx context.Context, logSource string) error {
 	}
 	d.log.Info("failover barrier appended", "offset", info.FirstOffset)
 	return nil
+}
+
+// failoverCut is where STOPPING cuts a log: the first offset of its
+// oldest open transaction (a transaction the source had not finished), or
+// its end with none. An open transaction that began below the log start —
+// retention, or a source log start inside its first batch — cuts at the
+// log start, not below it. DescribeMirrors reports it, so that an operator
+// sees what a failover now would drop.
+func failoverCut(log *storage.Log) int64 {
+	cut := log.LogEndOffset()
+	for _, p := range log.ActiveProducers() {
+		if p.CurrentTxnFirstOffset >= 0 {
+			cut = min(cut, p.CurrentTxnFirstOffset)
+		}
+	}
+	return max(cut, log.LogStartOffset())
 }
 
 // lastBatch returns the header of the log's last batch.

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"context"
+	"encoding/binary"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -171,9 +173,24 @@ type DescribeMirrorsResponsePartition struct {
 	StateChangeMillis int64
 	// LastError is the last error of the partition's mirroring, if any.
 	LastError *string
+	// LastStableOffset is where a failover now would cut the destination
+	// partition: the first offset of its oldest open transaction, or its
+	// log end with none (a transaction-clean point; unlike a consumer's
+	// last stable offset it does not stop at the high watermark), -1 if
+	// unknown. Tagged field 0.
+	LastStableOffset int64
+	// LagMillis is how far behind the source the partition is in time
+	// (0 without lag), -1 if unknown. Tagged field 1.
+	LagMillis int64
 	// UnknownTags preserves tagged fields this code does not know.
 	UnknownTags Tags
 }
+
+// The tagged fields of DescribeMirrorsResponsePartition.
+const (
+	tagPartitionLastStableOffset uint32 = 0
+	tagPartitionLagMillis        uint32 = 1
+)
 
 // DescribeMirrorsResponseSync reports one kind of periodic sync (e.g.
 // "configs", "partitions", "group-offsets", "acls").
@@ -223,7 +240,10 @@ func (p *DescribeMirrorsResponsePartition) appendTo(b []byte) []byte {
 	b = AppendInt64(b, p.LastFetchMillis)
 	b = AppendInt64(b, p.StateChangeMillis)
 	b = AppendCompactNullableString(b, p.LastError)
-	return AppendTags(b, p.UnknownTags)
+	tags := slices.Clone(p.UnknownTags)
+	tags.Set(tagPartitionLastStableOffset, AppendInt64(nil, p.LastStableOffset))
+	tags.Set(tagPartitionLagMillis, AppendInt64(nil, p.LagMillis))
+	return AppendTags(b, tags)
 }
 
 func (p *DescribeMirrorsResponsePartition) readFrom(r *Reader) {
@@ -238,6 +258,19 @@ func (p *DescribeMirrorsResponsePartition) readFrom(r *Reader) {
 	p.StateChangeMillis = r.Int64()
 	p.LastError = r.CompactNullableString()
 	p.UnknownTags = r.Tags()
+	p.LastStableOffset, p.LagMillis = -1, -1
+	var kept Tags
+	for _, t := range p.UnknownTags {
+		switch {
+		case t.Key == tagPartitionLastStableOffset && len(t.Value) == 8:
+			p.LastStableOffset = int64(binary.BigEndian.Uint64(t.Value))
+		case t.Key == tagPartitionLagMillis && len(t.Value) == 8:
+			p.LagMillis = int64(binary.BigEndian.Uint64(t.Value))
+		default:
+			kept = append(kept, t)
+		}
+	}
+	p.UnknownTags = kept
 }
 
 func (t *DescribeMirrorsResponseTopic) appendTo(b []byte) []byte {

@@ -41,6 +41,13 @@ type PartitionStatus struct {
 	StateChange time.Time `json:"state_change,omitzero"`
 	// LastError is the partition's last mirroring error, "" if none.
 	LastError string `json:"last_error,omitempty"`
+	// LastStableOffset is where a failover now would cut this cluster's
+	// log: the first offset of its oldest open transaction, or its log end
+	// with none; -1 when unknown.
+	LastStableOffset int64 `json:"last_stable_offset"`
+	// LagSeconds is how far behind the source the partition is in time (0
+	// without lag), -1 when unknown.
+	LagSeconds float64 `json:"lag_seconds"`
 }
 
 // MirrorTopic is a topic in a mirror.
@@ -135,6 +142,10 @@ func describeResult(resp *wire.DescribeMirrorsResponse) (Mirrors, error) {
 					SourceHighWatermark: p.SourceHighWatermark, SourceLogStartOffset: p.SourceLogStartOffset,
 					DestinationLogEndOffset: p.DestinationLogEndOffset, Lag: p.Lag,
 					LastFetch: millis(p.LastFetchMillis), StateChange: millis(p.StateChangeMillis),
+					LastStableOffset: p.LastStableOffset, LagSeconds: -1,
+				}
+				if p.LagMillis >= 0 {
+					ps.LagSeconds = float64(p.LagMillis) / 1000
 				}
 				if p.LastError != nil {
 					ps.LastError = *p.LastError
