@@ -369,3 +369,27 @@ func TestParseMirrorName(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeMirrorsPartitionTaggedFields: the failover cut and the lag in
+// time travel as tagged fields (0 and 1); an answer without them (an older
+// kmirror) reads as unknown (-1), and other tags are kept.
+func TestDescribeMirrorsPartitionTaggedFields(t *testing.T) {
+	p := DescribeMirrorsResponsePartition{Partition: 3, LeaderID: 1, LastStableOffset: 42, LagMillis: 1500}
+	p.UnknownTags.Set(7, []byte{9})
+	var got DescribeMirrorsResponsePartition
+	got.readFrom(NewReader(p.appendTo(nil)))
+	if got.LastStableOffset != 42 || got.LagMillis != 1500 || len(got.UnknownTags) != 1 || got.UnknownTags[0].Key != 7 {
+		t.Fatalf("round trip: %+v", got)
+	}
+	old := p
+	old.UnknownTags = nil
+	b := old.appendTo(nil)
+	// Strip the tag section (the last bytes: count 2, then two 8-byte
+	// values with their key and length bytes) and write an empty one.
+	b = append(b[:len(b)-(1+2*(1+1+8))], 0)
+	got = DescribeMirrorsResponsePartition{}
+	got.readFrom(NewReader(b))
+	if got.LastStableOffset != -1 || got.LagMillis != -1 || got.Partition != 3 {
+		t.Fatalf("without the tags: %+v", got)
+	}
+}
