@@ -144,3 +144,27 @@ func lastStableOffsets(t testing.TB, c *testcluster.Cluster, topic string, parti
 	}
 	return out
 }
+
+// replicasAgree waits until every node of c holds the same bytes of a
+// partition (followers fetch the leader's last batches a moment later)
+// and returns them.
+func replicasAgree(t testing.TB, c *testcluster.Cluster, topic string, partition int32) []byte {
+	t.Helper()
+	var ref []byte
+	var why string
+	ok := pollUntil(func() bool {
+		nodes := c.Nodes()
+		_, ref = logBytes(t, nodes[0], topic, partition)
+		for _, n := range nodes[1:] {
+			if _, d := logBytes(t, n, topic, partition); !bytes.Equal(d, ref) {
+				why = fmt.Sprintf("node %d holds %d bytes, node %d %d", n.ID, len(d), nodes[0].ID, len(ref))
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		t.Fatalf("%s-%d: the replicas differ: %s", topic, partition, why)
+	}
+	return ref
+}
