@@ -24,6 +24,7 @@ type gatedTarget struct {
 	gate      chan struct{}
 	failFirst bool
 	appends   atomic.Int32
+	returned  atomic.Int32 // appends that returned
 }
 
 func newGatedTarget(gates int32) *gatedTarget {
@@ -31,6 +32,7 @@ func newGatedTarget(gates int32) *gatedTarget {
 }
 
 func (g *gatedTarget) Append(batches []byte) (int64, error) {
+	defer g.returned.Add(1)
 	n := g.appends.Add(1)
 	if n <= g.gates {
 		g.entered <- struct{}{}
@@ -125,15 +127,18 @@ func TestPipelineNotForFollowers(t *testing.T) {
 	addX(r, tpX0, 3, tgt, srcA)
 	ep := r.endpoint()
 	req := r.request(ep)
+	// Each later request records, as it is sent, how many appends had
+	// returned: the one after the gated append must come after it.
+	appendedBefore := make(chan int32, 16)
+	h := func() { appendedBefore <- tgt.returned.Load() }
+	ep.onFetch.Store(&h)
 	r.answer(ep, response(req.Version, 9, ok(topicX, 0, 5, batch(t, 0, 4, 3))), nil)
 	tgt.waitEntered(t)
-	select {
-	case <-ep.reqs:
-		t.Fatal("a follower sent a request while its append was in progress")
-	case <-time.After(100 * time.Millisecond): // a negative check: nothing may arrive
-	}
 	close(tgt.gate)
 	req = r.request(ep)
+	if n := <-appendedBefore; n < 1 {
+		t.Fatal("a follower sent a request while its append was in progress")
+	}
 	if rp, _ := reqPart(req, topicX, 0); rp.FetchOffset != 3 {
 		t.Fatalf("next request asks from %d", rp.FetchOffset)
 	}
