@@ -120,25 +120,35 @@ func TestPipelineDropsAnswersAfterAFailedAppend(t *testing.T) {
 
 // TestPipelineNotForFollowers: a follower's fetch offset tells its leader
 // what it holds, so Pipeline does not apply to replica fetchers: no request
-// leaves while an append is in progress.
+// leaves while an append is in progress. The held append fails: a request
+// sent during it would ask from where the data was to end (a pipelined
+// prediction, which tells the leader the follower holds what it does not),
+// so the next request must ask from where the follower's log really ends,
+// and must have left after the append returned.
 func TestPipelineNotForFollowers(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Pipeline = true })
 	tgt := newGatedTarget(1)
+	tgt.failFirst = true
 	addX(r, tpX0, 3, tgt, srcA)
 	ep := r.endpoint()
 	req := r.request(ep)
 	// Each later request records, as it is sent, how many appends had
-	// returned: the one after the gated append must come after it.
+	// returned.
 	appendedBefore := make(chan int32, 16)
 	h := func() { appendedBefore <- tgt.returned.Load() }
 	ep.onFetch.Store(&h)
 	r.answer(ep, response(req.Version, 9, ok(topicX, 0, 5, batch(t, 0, 4, 3))), nil)
 	tgt.waitEntered(t)
-	close(tgt.gate)
+	close(tgt.gate) // the append fails
 	req = r.request(ep)
+	if rp, _ := reqPart(req, topicX, 0); rp.FetchOffset != 0 {
+		t.Fatalf("the request after the failed append asks from %d in epoch %d: it was sent ahead of the append", rp.FetchOffset, rp.LastFetchedEpoch)
+	}
 	if n := <-appendedBefore; n < 1 {
 		t.Fatal("a follower sent a request while its append was in progress")
 	}
+	r.answer(ep, response(req.Version, 9, ok(topicX, 0, 5, batch(t, 0, 4, 3))), nil)
+	req = r.request(ep)
 	if rp, _ := reqPart(req, topicX, 0); rp.FetchOffset != 3 {
 		t.Fatalf("next request asks from %d", rp.FetchOffset)
 	}
