@@ -58,6 +58,7 @@ type options struct {
 	wireWindow int      // requests in flight per wire produce connection
 	fetchConns int      // connections of the raw fetch loop
 	prime      bool     // prime the page cache before every produce measurement
+	checkFlags bool     // only parse and validate the flags
 }
 
 func parseFlags() (options, error) {
@@ -80,8 +81,12 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.fetchConns, "fetch-conns", 4, "connections of the raw fetch loop (each reads its share of the partitions, one request in flight)")
 	flag.StringVar(&acks, "acks", "1,all", "acks of the produce workloads (consume rows need all)")
 	flag.StringVar(&lz4, "lz4", "off,on", "lz4 compression of the workloads: off, on or both")
+	flag.BoolVar(&o.checkFlags, "check-flags", false, "parse and validate the flags, then exit without measuring (the docs test checks every documented command this way)")
 	flag.BoolVar(&o.prime, "prime", true, "write and delete a scratch file of a measurement's volume right before each produce and raw disk measurement, so that each finds recently freed memory (see pagecache.Prime)")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
 	o.targets = strings.Split(targets, ",")
 	for _, t := range o.targets {
 		if !slices.Contains([]string{"kmirror", "kfake", "raw", "ceiling"}, t) {
@@ -120,6 +125,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(2)
+	}
+	if o.checkFlags {
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
