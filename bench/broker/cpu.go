@@ -46,6 +46,17 @@ func cpuUse(from, to cpuSample) (self, others, steal float64, ok bool) {
 	return self, others, (to.steal - from.steal) / d, true
 }
 
+// coreSecondsPerGB is the CPU time this process spent between two samples
+// (user and system, from /proc/self/stat: both ends of loopback, the
+// kernel's side of a write, the broker and the generator alike) per 10^9
+// bytes moved.
+func coreSecondsPerGB(from, to cpuSample, bytes int64) (float64, bool) {
+	if !from.readable || !to.readable || bytes <= 0 {
+		return 0, false
+	}
+	return (to.self - from.self) / (float64(bytes) / 1e9), true
+}
+
 // selfCPU is this process's user+system time from /proc/self/stat.
 func selfCPU() (float64, bool) {
 	b, err := os.ReadFile("/proc/self/stat")

@@ -58,6 +58,7 @@ type options struct {
 	wireWindow int      // requests in flight per wire produce connection
 	fetchConns int      // connections of the raw fetch loop
 	prime      bool     // prime the page cache before every produce measurement
+	checkFlags bool     // only parse and validate the flags
 }
 
 func parseFlags() (options, error) {
@@ -80,8 +81,12 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.fetchConns, "fetch-conns", 4, "connections of the raw fetch loop (each reads its share of the partitions, one request in flight)")
 	flag.StringVar(&acks, "acks", "1,all", "acks of the produce workloads (consume rows need all)")
 	flag.StringVar(&lz4, "lz4", "off,on", "lz4 compression of the workloads: off, on or both")
+	flag.BoolVar(&o.checkFlags, "check-flags", false, "parse and validate the flags, then exit without measuring (the docs test checks every documented command this way)")
 	flag.BoolVar(&o.prime, "prime", true, "write and delete a scratch file of a measurement's volume right before each produce and raw disk measurement, so that each finds recently freed memory (see pagecache.Prime)")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
 	o.targets = strings.Split(targets, ",")
 	for _, t := range o.targets {
 		if !slices.Contains([]string{"kmirror", "kfake", "raw", "ceiling"}, t) {
@@ -120,6 +125,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(2)
+	}
+	if o.checkFlags {
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -267,20 +275,27 @@ func (rs *rowSet) all() []*row {
 func measureRaw(o options, total int64, piece int, pr, cr *row, rs *rowSet, logger *slog.Logger) error {
 	// timed runs one raw measurement and logs its figure with the cores it
 	// kept busy.
+	cpu := map[string][2]cpuSample{} // by what: the samples around it
 	timed := func(what string, f func() (float64, error)) (float64, error) {
 		before := sampleCPU()
 		v, err := f()
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", what, err)
 		}
-		logger.Info("raw", append([]any{"what", what, "MB", total / 1e6, "MB/s", fmt.Sprintf("%.1f", v)}, cpuAttrs(before, sampleCPU())...)...)
+		after := sampleCPU()
+		cpu[what] = [2]cpuSample{before, after}
+		logger.Info("raw", append([]any{"what", what, "MB", total / 1e6, "MB/s", fmt.Sprintf("%.1f", v)}, cpuAttrs(before, after)...)...)
 		return v, nil
 	}
-	loop1, err := timed("loopback, 1 connection", func() (float64, error) { return loopbackTCP(total, 1, rawChunk) })
+	loop1What, loopNWhat := "loopback, 1 connection", fmt.Sprintf("loopback, %d connections", o.wireConns)
+	diskWhat := "disk write"
+	piecesWhat := fmt.Sprintf("disk write in %d-byte pieces over %d files", piece, o.partitions)
+	relayWhat := fmt.Sprintf("relay loopback -> disk, %d connections", o.wireConns)
+	loop1, err := timed(loop1What, func() (float64, error) { return loopbackTCP(total, 1, rawChunk) })
 	if err != nil {
 		return err
 	}
-	loopN, err := timed(fmt.Sprintf("loopback, %d connections", o.wireConns), func() (float64, error) {
+	loopN, err := timed(loopNWhat, func() (float64, error) {
 		return loopbackTCP(total, o.wireConns, rawChunk)
 	})
 	if err != nil {
@@ -294,7 +309,7 @@ func measureRaw(o options, total int64, piece int, pr, cr *row, rs *rowSet, logg
 	// time, so only the smaller franz-go volume gets it.
 	sync := total <= int64(o.records)*int64(o.size)
 	var withSync float64
-	noSync, err := timed("disk write", func() (float64, error) {
+	noSync, err := timed(diskWhat, func() (float64, error) {
 		v, s, err := diskWrite(o.dir, total, sync)
 		withSync = s
 		return v, err
@@ -307,7 +322,7 @@ func measureRaw(o options, total int64, piece int, pr, cr *row, rs *rowSet, logg
 		if err := o.settle(total); err != nil {
 			return err
 		}
-		pieces, err = timed(fmt.Sprintf("disk write in %d-byte pieces over %d files", piece, o.partitions), func() (float64, error) {
+		pieces, err = timed(piecesWhat, func() (float64, error) {
 			return diskWritePieces(o.dir, total, piece, o.partitions)
 		})
 		if err != nil {
@@ -317,27 +332,34 @@ func measureRaw(o options, total int64, piece int, pr, cr *row, rs *rowSet, logg
 	if err := o.settle(total); err != nil {
 		return err
 	}
-	relay, err := timed(fmt.Sprintf("relay loopback -> disk, %d connections", o.wireConns), func() (float64, error) {
+	relay, err := timed(relayWhat, func() (float64, error) {
 		return relayTCPToDisk(o.dir, total, o.wireConns)
 	})
 	if err != nil {
 		return err
 	}
 	mb := fmt.Sprintf(", %.0f MB", float64(total)/1e6)
-	add := func(name string, v float64) {
+	// add gives a raw row its figure and, when the measurement is its own
+	// (what != ""), its CPU cost per GB.
+	add := func(name, what string, v float64) {
 		r := rs.rawRow(name + mb)
 		r.raw = append(r.raw, v)
+		if c, ok := cpu[what]; ok {
+			r.addCPUPerGB(c[0], c[1], total)
+		}
 	}
-	add("raw loopback TCP, 1 connection", loop1)
-	add(fmt.Sprintf("raw loopback TCP, %d connections", o.wireConns), loopN)
-	add("raw disk write, no fsync", noSync)
+	add("raw loopback TCP, 1 connection", loop1What, loop1)
+	add(fmt.Sprintf("raw loopback TCP, %d connections", o.wireConns), loopNWhat, loopN)
+	// With sync, the write's samples also span the final fsync, whose wait
+	// for the disk is not CPU time.
+	add("raw disk write, no fsync", diskWhat, noSync)
 	if sync {
-		add("raw disk write + final fsync", withSync)
+		add("raw disk write + final fsync", "", withSync)
 	}
 	if piece > 0 {
-		add(fmt.Sprintf("raw disk write, batch-sized (%d B) over %d files", piece, o.partitions), pieces)
+		add(fmt.Sprintf("raw disk write, batch-sized (%d B) over %d files", piece, o.partitions), piecesWhat, pieces)
 	}
-	add(fmt.Sprintf("raw relay loopback -> disk, %d connections", o.wireConns), relay)
+	add(fmt.Sprintf("raw relay loopback -> disk, %d connections", o.wireConns), relayWhat, relay)
 	loop := max(loop1, loopN)
 	pr.raw = append(pr.raw, min(loop, noSync))
 	pr.relay = append(pr.relay, relay)
@@ -599,7 +621,7 @@ func measureWire(t target, name string, i int, w workload, pb produceBatches, o 
 		cpuAttrs(before, after)...)...)
 	if name == "kmirror" {
 		pr.kmirror = append(pr.kmirror, p)
-		pr.addCores(before, after)
+		pr.addCores(before, after, int64(requests)*load.payload)
 	} else {
 		pr.kfake = append(pr.kfake, p)
 	}
@@ -620,7 +642,7 @@ func measureWire(t target, name string, i int, w workload, pb produceBatches, o 
 		cr := rs.wireConsume[w.lz4]
 		if name == "kmirror" {
 			cr.kmirror = append(cr.kmirror, c)
-			cr.addCores(before, after)
+			cr.addCores(before, after, int64(requests)*load.payload)
 		} else {
 			cr.kfake = append(cr.kfake, c)
 		}

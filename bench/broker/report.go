@@ -69,6 +69,10 @@ type row struct {
 	// process (kmirror and the generator) and everything else on the
 	// machine kept busy (cpuUse); only the wire rows record them.
 	cores, others samples
+	// cpuPerGB is, per measurement of the raw rows and of kmirror in the
+	// wire rows, the process's CPU seconds per GB moved
+	// (coreSecondsPerGB).
+	cpuPerGB samples
 	// ceiling is what the client alone reaches on this machine, an upper
 	// bound for any broker measured through it: for franz-go produce,
 	// franz-go producing to a broker that discards the records (kfake's
@@ -78,12 +82,29 @@ type row struct {
 	ceiling samples
 }
 
-// addCores records the CPU use of a kmirror measurement between two samples.
-func (r *row) addCores(from, to cpuSample) {
+// addCores records the CPU use of a kmirror measurement of bytes between two
+// samples.
+func (r *row) addCores(from, to cpuSample, bytes int64) {
 	if self, others, _, ok := cpuUse(from, to); ok {
 		r.cores = append(r.cores, self)
 		r.others = append(r.others, others)
 	}
+	r.addCPUPerGB(from, to, bytes)
+}
+
+// addCPUPerGB records the process's CPU seconds per GB of a measurement.
+func (r *row) addCPUPerGB(from, to cpuSample, bytes int64) {
+	if c, ok := coreSecondsPerGB(from, to, bytes); ok {
+		r.cpuPerGB = append(r.cpuPerGB, c)
+	}
+}
+
+// cpuPerGBCell is the median core-seconds per GB.
+func (r *row) cpuPerGBCell() string {
+	if len(r.cpuPerGB) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", r.cpuPerGB.median())
 }
 
 // coresCell is the median cores of this process and, in parentheses, of
@@ -99,11 +120,11 @@ func (r *row) coresCell() string {
 // and the ratios of medians with the range of the per-run ratios.
 func writeReport(w io.Writer, rows []*row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tkmirror MB/s\tkfake MB/s\traw MB/s\tkmirror/kfake\tkmirror/raw\traw relay MB/s\tkmirror/relay\tclient ceiling MB/s\tkmirror/ceiling\tcores: kmirror+generator (others)")
+	fmt.Fprintln(tw, "workload\tkmirror MB/s\tkfake MB/s\traw MB/s\tkmirror/kfake\tkmirror/raw\traw relay MB/s\tkmirror/relay\tclient ceiling MB/s\tkmirror/ceiling\tcores: kmirror+generator (others)\tprocess core-s per GB")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, r.kmirror, r.kfake, r.raw,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, r.kmirror, r.kfake, r.raw,
 			ratio(r.kmirror, r.kfake), ratio(r.kmirror, r.raw), r.relay, ratio(r.kmirror, r.relay), r.ceiling, ratio(r.kmirror, r.ceiling),
-			r.coresCell())
+			r.coresCell(), r.cpuPerGBCell())
 	}
 	return tw.Flush()
 }

@@ -256,3 +256,24 @@ func FuzzReadResponse(f *testing.F) {
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// TestCoreSecondsPerGB: the report's core-s per GB is the process's CPU
+// seconds between the samples per 10^9 bytes, and nothing when /proc could
+// not be read.
+func TestCoreSecondsPerGB(t *testing.T) {
+	from := cpuSample{self: 10, readable: true}
+	to := cpuSample{self: 10.6, readable: true}
+	if c, ok := coreSecondsPerGB(from, to, 2e9); !ok || c < 0.2999 || c > 0.3001 {
+		t.Fatalf("0.6 s for 2 GB: %v %v, want 0.3", c, ok)
+	}
+	if _, ok := coreSecondsPerGB(cpuSample{}, to, 2e9); ok {
+		t.Fatal("a figure from an unreadable sample")
+	}
+	var r row
+	r.addCPUPerGB(from, to, 1e9)
+	r.addCPUPerGB(from, cpuSample{self: 11, readable: true}, 1e9)
+	r.addCPUPerGB(from, cpuSample{self: 10.2, readable: true}, 1e9)
+	if got := r.cpuPerGBCell(); got != "0.60" {
+		t.Fatalf("median cell %q, want 0.60", got)
+	}
+}

@@ -54,6 +54,7 @@ type options struct {
 	caseTimeout    time.Duration
 	failoverRecord int
 	nodeLog        slog.Level
+	checkFlags     bool // only parse and validate the flags
 }
 
 var allTargets = []string{"fetch", "consumer", "mirror", "copier", "failover"}
@@ -74,7 +75,11 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.mirrorProfile, "mirror-cpuprofile", "", "write a CPU profile of the first run's mirror catch-up to this file")
 	flag.TextVar(&o.nodeLog, "node-log", slog.LevelWarn, "least level of the nodes' logs printed (debug, info, warn, error)")
 	flag.DurationVar(&o.caseTimeout, "case-timeout", 10*time.Minute, "give up on one measurement after this long")
+	flag.BoolVar(&o.checkFlags, "check-flags", false, "parse and validate the flags, then exit without measuring (the docs test checks every documented command this way)")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
 	o.targets = strings.Split(targets, ",")
 	for _, t := range o.targets {
 		if !slices.Contains(allTargets, t) {
@@ -103,6 +108,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(2)
+	}
+	if o.checkFlags {
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

@@ -34,6 +34,7 @@ type options struct {
 	bin        string
 	dir        string
 	timeout    time.Duration
+	checkFlags bool // only parse and validate the flags
 }
 
 func parseFlags() (options, error) {
@@ -45,7 +46,11 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.bin, "bin", "", "kmirror binary to run (default: go build ./cmd/kmirror)")
 	flag.StringVar(&o.dir, "dir", "", "directory for the nodes' data (default: a temporary directory)")
 	flag.DurationVar(&o.timeout, "case-timeout", 5*time.Minute, "give up on one measurement after this long")
+	flag.BoolVar(&o.checkFlags, "check-flags", false, "parse and validate the flags, then exit without measuring (the docs test checks every documented command this way)")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
 	if o.runs < 1 || o.records < 1 || o.size < 1 || o.partitions < 1 {
 		return o, errors.New("-runs, -records, -size and -partitions must be at least 1")
 	}
@@ -57,6 +62,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(2)
+	}
+	if o.checkFlags {
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

@@ -23,7 +23,15 @@ func main() {
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	verbose := flag.Bool("v", false, "print every run")
 	prime := flag.Bool("prime", true, "write and delete a scratch file as large as a run's data before each run (see pagecache.Prime)")
+	checkFlags := flag.Bool("check-flags", false, "parse and validate the flags, then exit without measuring (the docs test checks every documented command this way)")
 	flag.Parse()
+	if flag.NArg() > 0 || *runs < 1 {
+		fmt.Fprintf(os.Stderr, "error: -runs must be at least 1 and there are no arguments (got %q)\n", flag.Args())
+		os.Exit(2)
+	}
+	if *checkFlags {
+		return
+	}
 	base := *dir
 	if base == "" {
 		d, err := os.MkdirTemp("", "kmirror-bench-storage-")

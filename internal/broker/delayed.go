@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,6 +73,13 @@ func (n *notifier) unsubscribe(w waker) {
 	delete(n.wakers, w)
 }
 
+// waitCheckHook, when set (only by this package's tests), is called with a
+// waitUntil's context as each evaluation of its condition begins, and the
+// function it returns with the condition's result: a test sees a waiter of
+// its request decide after a change it made, instead of sleeping in the
+// hope that the waiter had its chance. Production code never sets it.
+var waitCheckHook atomic.Pointer[func(ctx context.Context) func(held bool)]
+
 // waitOutcome says why waitUntil returned.
 type waitOutcome int8
 
@@ -98,6 +106,15 @@ func waitUntil(ctx context.Context, closing <-chan struct{}, deadline time.Time,
 	}()
 	var timer *time.Timer
 	var timeout <-chan time.Time
+	if h := waitCheckHook.Load(); h != nil {
+		inner := cond
+		cond = func() bool {
+			report := (*h)(ctx)
+			held := inner()
+			report(held)
+			return held
+		}
+	}
 	for {
 		if cond() {
 			return waitDone

@@ -274,12 +274,18 @@ func (p *Partition) maybeShrinkISR(now time.Time) {
 	}
 	leo, lag := p.log.LogEndOffset(), p.maxLag()
 	var out []int32
+	var behind []string // how long each was not caught up, as this check saw it
 	for _, id := range p.state.ISR {
 		if id == p.nodeID {
 			continue
 		}
 		if f := p.followers[id]; f == nil || !f.caughtUp(leo, now, lag) {
 			out = append(out, id)
+			if f == nil || f.lastCaughtUp.IsZero() {
+				behind = append(behind, "never caught up")
+			} else {
+				behind = append(behind, now.Sub(f.lastCaughtUp).String())
+			}
 		}
 	}
 	if len(out) == 0 {
@@ -287,7 +293,7 @@ func (p *Partition) maybeShrinkISR(now time.Time) {
 	}
 	isr := slices.DeleteFunc(slices.Clone(p.state.ISR), func(r int32) bool { return slices.Contains(out, r) })
 	p.rm.log.Info("shrinking the ISR: followers out of sync", "topic", p.tp.Topic, "partition", p.tp.Partition,
-		"isr", p.state.ISR, "removing", out, "leader_log_end", leo, "high_watermark", p.log.HighWatermark(), "lag_max", lag)
+		"isr", p.state.ISR, "removing", out, "behind_for", behind, "leader_log_end", leo, "high_watermark", p.log.HighWatermark(), "lag_max", lag)
 	p.proposeISRLocked(isr, false)
 }
 

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -69,6 +68,8 @@ func TestAcksAllWaitsForEveryISRMember(t *testing.T) {
 	e.registerBroker3(false)
 	e.createTopicWith("acks", 1, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
 	part := e.partition("acks", 0)
+	waits := watchWaits(t, part)
+	waits.arm()
 	done := make(chan kmsg.ProduceResponseTopicPartition, 1)
 	go func() {
 		req := kmsg.NewPtrProduceRequest()
@@ -79,7 +80,7 @@ func TestAcksAllWaitsForEveryISRMember(t *testing.T) {
 		rp.Records = makeBatch(t, plainBatch(), "x", "y")
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp, err := e.callErr(context.Background(), req)
+		resp, err := e.callErr(waits.ctx(), req)
 		if err != nil {
 			t.Error(err)
 			close(done)
@@ -90,10 +91,15 @@ func TestAcksAllWaitsForEveryISRMember(t *testing.T) {
 	pollUntil(t, "the append", func() bool { return part.Log().LogEndOffset() == 2 })
 	e.followerFetch(2, 12, "acks", 2, 0)
 	e.followerFetch(3, 13, "acks", 1, 0)
+	// The waiting produce looked at the partition after each fetch, and
+	// again after both: it must still wait.
+	if waits.heldSinceArm(t, "the acks=all produce after the follower fetches") {
+		t.Fatal("acks=all found its batch committed with an ISR member behind")
+	}
 	select {
 	case r := <-done:
 		t.Fatalf("acks=all answered with an ISR member behind: %+v", r)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	e.followerFetch(3, 13, "acks", 2, 0)
 	select {
@@ -198,6 +204,7 @@ func TestDeleteRecordsWaitsForTheISR(t *testing.T) {
 	if hw := part.Log().HighWatermark(); hw != 5 {
 		t.Fatalf("high watermark %d", hw)
 	}
+	waits := watchWaits(t, part)
 	del := func(timeout int32) kmsg.DeleteRecordsResponseTopicPartition {
 		req := kmsg.NewPtrDeleteRecordsRequest()
 		req.Version, req.TimeoutMillis = 2, timeout
@@ -207,18 +214,28 @@ func TestDeleteRecordsWaitsForTheISR(t *testing.T) {
 		rp.Offset = 3
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		return e.call(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+		resp, err := e.callErr(waits.ctx(), req)
+		if err != nil {
+			t.Error(err)
+			return kmsg.DeleteRecordsResponseTopicPartition{ErrorCode: -1}
+		}
+		return resp.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
 	}
 	// The follower has not followed: the request times out.
 	if r := del(50); r.ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("without the follower: %v low %d", kerr.ErrorForCode(r.ErrorCode), r.LowWatermark)
 	}
+	waits.arm()
 	done := make(chan kmsg.DeleteRecordsResponseTopicPartition, 1)
 	go func() { done <- del(30_000) }()
+	// The request's wait checks the follower's log start and must wait.
+	if waits.heldSinceArm(t, "the DeleteRecords wait") {
+		t.Fatal("DeleteRecords found the log start moved on the follower before it fetched")
+	}
 	select {
 	case r := <-done:
 		t.Fatalf("answered before the follower moved its log start: %+v", r)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	// The leader's answer tells the follower the new log start; the
 	// follower's next fetch reports it has moved too.

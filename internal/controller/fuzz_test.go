@@ -126,23 +126,47 @@ func decideFrame(t *testing.T, img *metadata.Image, reg *wire.Registry, cfg *con
 	}
 }
 
-// TestWriteFuzzSeeds rewrites the committed seed corpus from fuzzSeeds
-// when KMIRROR_WRITE_SEEDS=1.
+// TestWriteFuzzSeeds checks the committed seed corpus of FuzzDecisions
+// against fuzzSeeds, and rewrites it when KMIRROR_WRITE_SEEDS=1.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("KMIRROR_WRITE_SEEDS") != "1" {
-		t.Log("set KMIRROR_WRITE_SEEDS=1 to rewrite testdata/fuzz/FuzzDecisions")
-		return
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecisions")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	want := map[string]string{}
 	for i, req := range fuzzSeeds(t) {
 		frame := wire.AppendRequest(nil, 1, ptr("seed"), req)[4:]
-		body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(frame)) + ")\n"
 		name := fmt.Sprintf("seed-%02d-%s-v%d", i, strings.ToLower(wire.APIName(req.Key())), req.GetVersion())
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		want[name] = "go test fuzz v1\n[]byte(" + strconv.Quote(string(frame)) + ")\n"
+	}
+	seedCorpus(t, filepath.Join("testdata", "fuzz", "FuzzDecisions"), want)
+}
+
+// seedCorpus compares the committed seed corpus in dir with want (file
+// name → contents, as the generator writes them) and fails the test on a
+// missing or different file; with KMIRROR_WRITE_SEEDS=1 it writes want
+// instead. A corpus that no longer matches its generator is a corpus the
+// fuzz targets no longer start from.
+func seedCorpus(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
+	if len(want) == 0 {
+		t.Fatalf("no seeds generated for %s", dir)
+	}
+	if os.Getenv("KMIRROR_WRITE_SEEDS") == "1" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
+		}
+		for name, body := range want {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	for name, body := range want {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("seed corpus %s: %v (regenerate with KMIRROR_WRITE_SEEDS=1)", dir, err)
+			continue
+		}
+		if string(got) != body {
+			t.Errorf("seed corpus %s: %s differs from what its generator writes (regenerate with KMIRROR_WRITE_SEEDS=1)", dir, name)
 		}
 	}
 }

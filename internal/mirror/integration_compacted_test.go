@@ -1,10 +1,10 @@
 package mirror_test
 
 import (
-	"bytes"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -48,21 +48,42 @@ func TestCompactedGaps(t *testing.T) {
 		return n
 	}
 	waitFor(t, "the source's cleaner to leave gaps", func() bool { return records() < leo(t, an, "kv", 0)/2 })
-	// The cleaner runs every 50 ms while there is something to clean: wait
-	// for a second without change, so that the source's log stays as B
-	// copies it.
-	var last []byte
-	var since time.Time
+	// The log must stay as B copies it: wait until A's cleaner has cleaned
+	// everything it may (its checkpoint, the first offset it has not
+	// cleaned, at the active segment, which it never cleans). Nothing is
+	// produced any more, so it has nothing left to do.
 	waitFor(t, "the source's cleaner to finish", func() bool {
-		_, data := logBytes(t, an, "kv", 0)
-		if !bytes.Equal(data, last) {
-			last, since = data, time.Now()
-			return false
-		}
-		return time.Since(since) > time.Second
+		cp, ok := an.Server().Logs().CleanerCheckpoint(tpOf("kv", 0))
+		return ok && cp == activeSegmentBase(t, an, "kv", 0)
 	})
 	createMirror(t, b, a, "m")
 	mirrorTopics(t, b, opAdd, "m", "kv")
 	waitStates(t, b, "m", "kv", 1, wire.MirrorStateMirroring)
 	waitIdentical(t, an, b.Nodes()[0], "kv", 1)
+}
+
+// activeSegmentBase returns the base offset of the last segment of a
+// node's replica (the greatest NNNN.log in its directory).
+func activeSegmentBase(t testing.TB, n *testcluster.Node, topic string, partition int32) int64 {
+	t.Helper()
+	p, ok := n.Server().Broker().Replicas().Partition(tpOf(topic, partition))
+	if !ok || p.Log() == nil {
+		t.Fatalf("node %d has no replica of %s-%d", n.ID, topic, partition)
+	}
+	ents, err := os.ReadDir(p.Log().Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := int64(-1)
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			if off, err := strconv.ParseInt(name, 10, 64); err == nil {
+				base = max(base, off)
+			}
+		}
+	}
+	if base < 0 {
+		t.Fatalf("no segment of %s-%d on node %d", topic, partition, n.ID)
+	}
+	return base
 }

@@ -17,7 +17,8 @@ import (
 // whose leader epochs are above the destination partitions' own (a source
 // that failed over itself): the followers replicate it (their fetches name
 // a last fetched epoch above the leader's current epoch), consumers read it,
-// and the failover bumps the epoch above it.
+// and the failover bumps the epoch above it: every replica then holds the
+// source's log byte for byte and one barrier more.
 func TestSourceEpochsAboveDestination(t *testing.T) {
 	a := startCluster(t)
 	b := startCluster(t)
@@ -45,6 +46,18 @@ func TestSourceEpochsAboveDestination(t *testing.T) {
 	}
 	mirrorTopics(t, c, opRemove, "bc", "hi")
 	waitStates(t, c, "bc", "hi", 2, wire.MirrorStateStopped)
+	// Every replica of C holds B's log (which has no open transaction)
+	// byte for byte, then one barrier above B's epochs: C's own, after
+	// the one it copied from B.
+	for p := range int32(2) {
+		_, src := logBytes(t, b.Nodes()[0], "hi", p)
+		data := replicasAgree(t, c, "hi", p)
+		name := "hi-" + itoa(int(p)) + " on C"
+		barrier := checkFailedOver(t, name, src, data)
+		if got := barrierOffsets(t, data); len(got) != 2 || got[1] != barrier.BaseOffset {
+			t.Fatalf("%s: MIRROR_PID_RESET batches at %v, want B's and C's at %d", name, got, barrier.BaseOffset)
+		}
+	}
 	if err := produceErr(t, c, "hi"); err != nil {
 		t.Fatalf("produce after failover: %v", err)
 	}
@@ -96,17 +109,17 @@ func TestEpochFloorConsumerGroup(t *testing.T) {
 		t.Fatalf("the group read %d distinct records, want 60", len(seen))
 	}
 
-	// Failover still puts the barrier above every epoch.
+	// Failover still puts the barrier above every epoch: B's log is A's
+	// (no open transaction) byte for byte, then one barrier.
 	mirrorTopics(t, b, opRemove, "m", "ep")
 	waitStates(t, b, "m", "ep", parts, wire.MirrorStateStopped)
 	for p := range int32(parts) {
+		_, src := logBytes(t, an, "ep", p)
 		_, data := logBytes(t, bn, "ep", p)
-		hs := batches(t, data)
-		last := hs[len(hs)-1]
-		for _, h := range hs[:len(hs)-1] {
-			if h.PartitionLeaderEpoch >= last.PartitionLeaderEpoch {
-				t.Fatalf("ep-%d: the barrier's epoch %d is not above a mirrored epoch %d", p, last.PartitionLeaderEpoch, h.PartitionLeaderEpoch)
-			}
+		name := "ep-" + itoa(int(p))
+		barrier := checkFailedOver(t, name, src, data)
+		if got := barrierOffsets(t, data); len(got) != 1 || got[0] != barrier.BaseOffset {
+			t.Fatalf("%s: MIRROR_PID_RESET batches at %v, want one at %d", name, got, barrier.BaseOffset)
 		}
 	}
 }

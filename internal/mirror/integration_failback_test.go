@@ -2,9 +2,9 @@ package mirror_test
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
-	"github.com/kmirror/kmirror/internal/record"
 	"github.com/kmirror/kmirror/internal/wire"
 )
 
@@ -27,6 +27,12 @@ func TestFailback(t *testing.T) {
 
 	mirrorTopics(t, b, opRemove, "ab", "t")
 	waitStates(t, b, "ab", "t", parts, wire.MirrorStateStopped)
+	bBarriers := make([]int64, parts)
+	for p := range int32(parts) {
+		_, src := logBytes(t, an, "t", p)
+		_, data := logBytes(t, bn, "t", p)
+		bBarriers[p] = checkFailedOver(t, "t-"+itoa(int(p))+" on B", src, data).BaseOffset
+	}
 	failoverEnd := leos(t, bn, "t", parts) // B's logs end with their barrier
 	// Both sides write after the failover; A's writes are lost on failback.
 	produceN(t, b, "t", "b1", 25)
@@ -52,32 +58,13 @@ func TestFailback(t *testing.T) {
 	mirrorTopics(t, a, opRemove, "ba", "t")
 	waitStates(t, a, "ba", "t", parts, wire.MirrorStateStopped)
 	for p := range int32(parts) {
+		name := "t-" + itoa(int(p)) + " on A"
 		_, bdata := logBytes(t, bn, "t", p)
 		_, adata := logBytes(t, an, "t", p)
-		if !bytes.HasPrefix(adata, bdata) {
-			t.Fatalf("t-%d: A's log does not start with B's", p)
-		}
-		tail := batches(t, adata[len(bdata):])
-		if len(tail) != 1 || !tail[0].IsControl() {
-			t.Fatalf("t-%d: A's log after B's: %+v, want one barrier", p, tail)
-		}
-		if ct, _ := record.ControlTypeOf(adata[len(bdata):]); ct != record.ControlMirrorPIDReset {
-			t.Fatalf("t-%d: A's last batch is a %v", p, ct)
-		}
-		for _, h := range batches(t, bdata) {
-			if h.PartitionLeaderEpoch >= tail[0].PartitionLeaderEpoch {
-				t.Fatalf("t-%d: A's barrier epoch %d is not above %d", p, tail[0].PartitionLeaderEpoch, h.PartitionLeaderEpoch)
-			}
-		}
+		barrier := checkFailedOver(t, name, bdata, adata)
 		// Two barriers in all: B's (copied) and A's.
-		n := 0
-		for _, h := range batches(t, adata) {
-			if h.IsControl() && h.ProducerID < 0 {
-				n++
-			}
-		}
-		if n != 2 {
-			t.Fatalf("t-%d holds %d barriers, want B's and A's", p, n)
+		if got := barrierOffsets(t, adata); !slices.Equal(got, []int64{bBarriers[p], barrier.BaseOffset}) {
+			t.Fatalf("%s: MIRROR_PID_RESET batches at %v, want B's at %d and A's at %d", name, got, bBarriers[p], barrier.BaseOffset)
 		}
 	}
 	produceN(t, a, "t", "a3", 5)

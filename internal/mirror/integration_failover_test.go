@@ -3,7 +3,6 @@ package mirror_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,9 +17,10 @@ import (
 )
 
 // TestFailover fails a mirrored topic over while producers write to A and
-// a transaction is open there: each of B's partitions ends at its last
-// stable offset (no half transaction), followed by exactly one
-// MIRROR_PID_RESET batch in a leader epoch above every mirrored batch's;
+// a transaction is open there: each of B's partitions holds A's batches up
+// to the open transaction's first offset, byte for byte, followed by
+// exactly one MIRROR_PID_RESET batch in a leader epoch above every
+// mirrored batch's;
 // an idempotent producer then writes to B from sequence 0, and a batch
 // replayed with a producer id copied from A is appended as new data, not
 // answered as a duplicate.
@@ -77,34 +77,21 @@ func TestFailover(t *testing.T) {
 		t.Errorf("failover duration histogram counted %d failovers, want %d", n, parts)
 	}
 
+	// B's log is A's up to the open transaction's first offset (A's last
+	// stable offset), byte for byte, then one barrier: the cut removed
+	// the open transaction and nothing else.
+	cuts := lastStableOffsets(t, a, "pay", parts)
+	barriers := make([]rawBatch, parts)
 	for p := range int32(parts) {
+		name := "pay-" + itoa(int(p))
+		_, src := logBytes(t, an, "pay", p)
+		if cuts[p] <= 0 || cuts[p] >= leo(t, an, "pay", p) {
+			t.Fatalf("%s: A's last stable offset %d of log end %d: the open transaction is not where the test put it", name, cuts[p], leo(t, an, "pay", p))
+		}
 		_, data := logBytes(t, bn, "pay", p)
-		hs := batches(t, data)
-		last := hs[len(hs)-1]
-		barrier := lastBatchBytes(t, data)
-		ct, err := record.ControlTypeOf(barrier)
-		if !last.IsControl() || err != nil || ct != record.ControlMirrorPIDReset {
-			t.Fatalf("pay-%d does not end with a MIRROR_PID_RESET batch: %+v %v", p, last, ct)
-		}
-		if v, err := record.ParseMirrorPIDReset(barrier); err != nil || v != (record.MirrorPIDReset{Version: 1, SourceClusterID: a.ClusterID()}) {
-			t.Fatalf("pay-%d's barrier = %+v, %v; want version 1 naming source %s", p, v, err, a.ClusterID())
-		}
-		resets := 0
-		maxMirrored := int32(-1)
-		for _, h := range hs[:len(hs)-1] {
-			maxMirrored = max(maxMirrored, h.PartitionLeaderEpoch)
-			if h.IsControl() && h.ProducerID < 0 {
-				resets++
-			}
-		}
-		if resets != 0 {
-			t.Fatalf("pay-%d has %d MIRROR_PID_RESET batches before the last", p, resets)
-		}
-		if last.PartitionLeaderEpoch <= maxMirrored {
-			t.Fatalf("pay-%d: barrier epoch %d is not above the mirrored epochs (max %d)", p, last.PartitionLeaderEpoch, maxMirrored)
-		}
-		if strings.Contains(string(data), "uncommitted") {
-			t.Fatalf("pay-%d kept the open transaction's records", p)
+		barriers[p] = checkFailedOver(t, name, batchesBelow(t, name, src, cuts[p]), data)
+		if v, err := record.ParseMirrorPIDReset(barriers[p].raw); err != nil || v != (record.MirrorPIDReset{Version: 1, SourceClusterID: a.ClusterID()}) {
+			t.Fatalf("%s's barrier = %+v, %v; want version 1 naming source %s", name, v, err, a.ClusterID())
 		}
 	}
 	// End offsets: log end = high watermark = last stable offset.
@@ -160,27 +147,12 @@ func TestFailover(t *testing.T) {
 	if h.BaseOffset != start || h.BaseSequence != 0 || h.ProducerID < 0 {
 		t.Fatalf("first produce after failover: %+v (log end was %d)", h, start)
 	}
-	barrier := hs[len(hs)-2]
-	if h.PartitionLeaderEpoch < barrier.PartitionLeaderEpoch {
-		t.Fatalf("new data in epoch %d below the barrier's %d", h.PartitionLeaderEpoch, barrier.PartitionLeaderEpoch)
+	if h.PartitionLeaderEpoch < barriers[1].PartitionLeaderEpoch {
+		t.Fatalf("new data in epoch %d below the barrier's %d", h.PartitionLeaderEpoch, barriers[1].PartitionLeaderEpoch)
 	}
 	if err := tx.EndTransaction(ctxFor(t), kgo.TryAbort); err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("abort the open transaction on A: %v", err)
 	}
-}
-
-// lastBatchBytes returns the last batch of a log's bytes.
-func lastBatchBytes(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var last []byte
-	for len(b) > 0 {
-		batch, rest, err := record.NextBatch(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last, b = batch, rest
-	}
-	return last
 }
 
 // rawProduce sends one batch as it is to a partition (acks=all).

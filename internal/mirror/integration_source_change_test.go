@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,13 +46,53 @@ func partitionErrors(t testing.TB, c *testcluster.Cluster, mirror, topic string)
 	return out
 }
 
+// retryProbe is a partition whose failure is retried: a topic of src
+// mirrored into dst under a mirror of its own ("probe"). Deleted on src,
+// the topic is missing there, which is not a final failure: the partition
+// goes FAILED and is retried (PREPARING) after the driver's first backoff,
+// a positive event showing that dst's retry timers ran.
+type retryProbe struct {
+	src, dst *testcluster.Cluster
+}
+
+func startRetryProbe(t testing.TB, src, dst *testcluster.Cluster) *retryProbe {
+	t.Helper()
+	createTopic(t, src, "probe", 1, nil)
+	produceN(t, src, "probe", "p", 1)
+	createMirror(t, dst, src, "probe")
+	mirrorTopics(t, dst, opAdd, "probe", "probe")
+	waitStates(t, dst, "probe", "probe", 1, wire.MirrorStateMirroring)
+	return &retryProbe{src: src, dst: dst}
+}
+
+// failAndWaitRetry deletes the probe's topic on the source and waits until
+// its partition failed and was retried: a retry backoff (the first, the
+// shortest) that began after the call has run out.
+func (r *retryProbe) failAndWaitRetry(t testing.TB) {
+	t.Helper()
+	st := storedState(t, r.dst, "probe", "probe", 0)
+	if st.State != wire.MirrorStateMirroring {
+		t.Fatalf("the probe partition is %v, not MIRRORING", st.State)
+	}
+	if resp, err := r.src.Admin(t).DeleteTopics(ctxFor(t), "probe"); err != nil || resp["probe"].Err != nil {
+		t.Fatalf("delete the probe topic on the source: %v %v", err, resp["probe"].Err)
+	}
+	// MIRRORING (st) → FAILED → PREPARING (the retry).
+	waitFor(t, "the probe partition to fail and be retried", func() bool {
+		return storedState(t, r.dst, "probe", "probe", 0).StateEpoch >= st.StateEpoch+2
+	})
+}
+
 // stableFailure checks that a FAILED partition is not retried: its
-// persisted state epoch stays put over three of the test clusters' retry
-// pauses (a retry would move it through PREPARING).
-func stableFailure(t *testing.T, c *testcluster.Cluster, mirror, topic string, partition int32) {
+// persisted state epoch stays put while the probe's partition, failing
+// after it, is retried (a retry would move it through PREPARING).
+func stableFailure(t *testing.T, c *testcluster.Cluster, probe *retryProbe, mirror, topic string, partition int32) {
 	t.Helper()
 	before := storedState(t, c, mirror, topic, partition)
-	time.Sleep(3 * time.Second) // the retry backoff starts at 1 s
+	if before.State != wire.MirrorStateFailed {
+		t.Fatalf("%s-%d is %v, not FAILED", topic, partition, before.State)
+	}
+	probe.failAndWaitRetry(t)
 	after := storedState(t, c, mirror, topic, partition)
 	if after.State != wire.MirrorStateFailed || after.StateEpoch != before.StateEpoch {
 		t.Fatalf("%s-%d was retried: %v (state epoch %d) → %v (%d)", topic, partition, before.State, before.StateEpoch, after.State, after.StateEpoch)
@@ -81,6 +120,7 @@ func TestSourceClusterChanged(t *testing.T) {
 	waitIdentical(t, an, bn, "same", 2)
 	waitIdentical(t, an, cn, "same", 2)
 	_, before := logBytes(t, bn, "same", 0)
+	probe := startRetryProbe(t, a, b)
 
 	setMirrorBootstrap(t, b, "m", c.Bootstrap())
 	waitStates(t, b, "m", "same", 2, wire.MirrorStateFailed)
@@ -89,7 +129,7 @@ func TestSourceClusterChanged(t *testing.T) {
 			t.Errorf("same-%d's error does not name both clusters (%s, %s): %q", p, a.ClusterID(), c.ClusterID(), msg)
 		}
 	}
-	stableFailure(t, b, "m", "same", 0)
+	stableFailure(t, b, probe, "m", "same", 0)
 	if _, after := logBytes(t, bn, "same", 0); !bytes.Equal(before, after) {
 		t.Fatal("the destination's log changed while its mirror pointed at another cluster")
 	}
@@ -114,6 +154,7 @@ func TestSourceTopicRecreated(t *testing.T) {
 	waitStates(t, b, "m", "again", 2, wire.MirrorStateMirroring)
 	waitIdentical(t, an, bn, "again", 2)
 	copied := leos(t, bn, "again", 2)
+	probe := startRetryProbe(t, a, b)
 
 	if resp, err := a.Admin(t).DeleteTopics(ctxFor(t), "again"); err != nil || resp["again"].Err != nil {
 		t.Fatalf("delete on the source: %v %v", err, resp["again"].Err)
@@ -130,7 +171,7 @@ func TestSourceTopicRecreated(t *testing.T) {
 			t.Errorf("again-%d's error: %q", p, msg)
 		}
 	}
-	stableFailure(t, b, "m", "again", 0)
+	stableFailure(t, b, probe, "m", "again", 0)
 	if got := leos(t, bn, "again", 2); got[0] != copied[0] || got[1] != copied[1] {
 		t.Fatalf("log ends %v, copied %v", got, copied)
 	}

@@ -65,21 +65,45 @@ func FuzzApplyResponse(f *testing.F) {
 	})
 }
 
-// TestWriteFuzzSeeds rewrites the committed seed corpus when
-// KMIRROR_WRITE_SEEDS=1.
+// TestWriteFuzzSeeds checks the committed seed corpus of FuzzApplyResponse
+// against fuzzSeeds, and rewrites it when KMIRROR_WRITE_SEEDS=1.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("KMIRROR_WRITE_SEEDS") != "1" {
-		t.Log("set KMIRROR_WRITE_SEEDS=1 to rewrite testdata/fuzz/FuzzApplyResponse")
+	want := map[string]string{}
+	for i, r := range fuzzSeeds(t) {
+		want[fmt.Sprintf("seed-%02d", i)] = fmt.Sprintf("go test fuzz v1\nint16(%d)\n[]byte(%s)\n", r.Version, strconv.Quote(string(r.AppendTo(nil))))
+	}
+	seedCorpus(t, filepath.Join("testdata", "fuzz", "FuzzApplyResponse"), want)
+}
+
+// seedCorpus compares the committed seed corpus in dir with want (file
+// name → contents, as the generator writes them) and fails the test on a
+// missing or different file; with KMIRROR_WRITE_SEEDS=1 it writes want
+// instead. A corpus that no longer matches its generator is a corpus the
+// fuzz targets no longer start from.
+func seedCorpus(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
+	if len(want) == 0 {
+		t.Fatalf("no seeds generated for %s", dir)
+	}
+	if os.Getenv("KMIRROR_WRITE_SEEDS") == "1" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range want {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzApplyResponse")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range fuzzSeeds(t) {
-		body := fmt.Sprintf("go test fuzz v1\nint16(%d)\n[]byte(%s)\n", r.Version, strconv.Quote(string(r.AppendTo(nil))))
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+	for name, body := range want {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("seed corpus %s: %v (regenerate with KMIRROR_WRITE_SEEDS=1)", dir, err)
+			continue
+		}
+		if string(got) != body {
+			t.Errorf("seed corpus %s: %s differs from what its generator writes (regenerate with KMIRROR_WRITE_SEEDS=1)", dir, name)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,6 +153,9 @@ type scriptEndpoint struct {
 	asked  chan []PartitionRef
 	closed chan struct{}
 	once   sync.Once
+	// onFetch, when set, is called as each Fetch begins, before the test
+	// sees the request.
+	onFetch atomic.Pointer[func()]
 }
 
 type fetchAnswer struct {
@@ -167,6 +171,9 @@ func newScriptEndpoint() *scriptEndpoint {
 }
 
 func (e *scriptEndpoint) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	if h := e.onFetch.Load(); h != nil {
+		(*h)()
+	}
 	select {
 	case e.reqs <- req:
 	case <-ctx.Done():

@@ -3,7 +3,6 @@ package replication
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,6 +23,7 @@ type gatedTarget struct {
 	gate      chan struct{}
 	failFirst bool
 	appends   atomic.Int32
+	returned  atomic.Int32 // appends that returned
 }
 
 func newGatedTarget(gates int32) *gatedTarget {
@@ -31,6 +31,7 @@ func newGatedTarget(gates int32) *gatedTarget {
 }
 
 func (g *gatedTarget) Append(batches []byte) (int64, error) {
+	defer g.returned.Add(1)
 	n := g.appends.Add(1)
 	if n <= g.gates {
 		g.entered <- struct{}{}
@@ -118,21 +119,34 @@ func TestPipelineDropsAnswersAfterAFailedAppend(t *testing.T) {
 
 // TestPipelineNotForFollowers: a follower's fetch offset tells its leader
 // what it holds, so Pipeline does not apply to replica fetchers: no request
-// leaves while an append is in progress.
+// leaves while an append is in progress. The held append fails: a request
+// sent during it would ask from where the data was to end (a pipelined
+// prediction, which tells the leader the follower holds what it does not),
+// so the next request must ask from where the follower's log really ends,
+// and must have left after the append returned.
 func TestPipelineNotForFollowers(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Pipeline = true })
 	tgt := newGatedTarget(1)
+	tgt.failFirst = true
 	addX(r, tpX0, 3, tgt, srcA)
 	ep := r.endpoint()
 	req := r.request(ep)
+	// Each later request records, as it is sent, how many appends had
+	// returned.
+	appendedBefore := make(chan int32, 16)
+	h := func() { appendedBefore <- tgt.returned.Load() }
+	ep.onFetch.Store(&h)
 	r.answer(ep, response(req.Version, 9, ok(topicX, 0, 5, batch(t, 0, 4, 3))), nil)
 	tgt.waitEntered(t)
-	select {
-	case <-ep.reqs:
-		t.Fatal("a follower sent a request while its append was in progress")
-	case <-time.After(100 * time.Millisecond): // a negative check: nothing may arrive
+	close(tgt.gate) // the append fails
+	req = r.request(ep)
+	if rp, _ := reqPart(req, topicX, 0); rp.FetchOffset != 0 {
+		t.Fatalf("the request after the failed append asks from %d in epoch %d: it was sent ahead of the append", rp.FetchOffset, rp.LastFetchedEpoch)
 	}
-	close(tgt.gate)
+	if n := <-appendedBefore; n < 1 {
+		t.Fatal("a follower sent a request while its append was in progress")
+	}
+	r.answer(ep, response(req.Version, 9, ok(topicX, 0, 5, batch(t, 0, 4, 3))), nil)
 	req = r.request(ep)
 	if rp, _ := reqPart(req, topicX, 0); rp.FetchOffset != 3 {
 		t.Fatalf("next request asks from %d", rp.FetchOffset)
@@ -191,22 +205,13 @@ func FuzzPipelined(f *testing.F) {
 	})
 }
 
-// TestWritePipelineSeeds rewrites the committed seed corpus of
-// FuzzPipelined when KMIRROR_WRITE_SEEDS=1.
+// TestWritePipelineSeeds checks the committed seed corpus of FuzzPipelined
+// against pipelineSeeds, and rewrites it when KMIRROR_WRITE_SEEDS=1.
 func TestWritePipelineSeeds(t *testing.T) {
-	if os.Getenv("KMIRROR_WRITE_SEEDS") != "1" {
-		t.Log("set KMIRROR_WRITE_SEEDS=1 to rewrite testdata/fuzz/FuzzPipelined")
-		return
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzPipelined")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	want := map[string]string{}
 	for i, pair := range pipelineSeeds(t) {
-		body := fmt.Sprintf("go test fuzz v1\nint16(%d)\n[]byte(%s)\n[]byte(%s)\n", pair[0].Version,
+		want[fmt.Sprintf("seed-%02d", i)] = fmt.Sprintf("go test fuzz v1\nint16(%d)\n[]byte(%s)\n[]byte(%s)\n", pair[0].Version,
 			strconv.Quote(string(pair[0].AppendTo(nil))), strconv.Quote(string(pair[1].AppendTo(nil))))
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
+	seedCorpus(t, filepath.Join("testdata", "fuzz", "FuzzPipelined"), want)
 }

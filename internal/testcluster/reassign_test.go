@@ -134,13 +134,28 @@ func TestPartitionReassignment(t *testing.T) {
 		t.Fatalf("record %d is %q", n, got[n])
 	}
 
-	// A reassignment that cannot complete, then cancelled.
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "staying"); err != nil {
-		t.Fatal(err)
+	// A reassignment that cannot complete, then cancelled. "control",
+	// moved between live brokers after it, completes: the controller had its
+	// chances to complete the first.
+	for _, topic := range []string{"staying", "control"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
 	}
 	replicas, _, _ = replicasOf(ctx, t, adm, "staying", 0)
 	home := replicas[0]
 	down := home%3 + 1
+	control, _, _ := replicasOf(ctx, t, adm, "control", 0)
+	if control[0] == down {
+		t.Fatalf("control-0 is on broker %d, which the test stops", down)
+	}
+	controlTo := []int32{control[0]}
+	for id := int32(1); id <= 3; id++ {
+		if id != down && id != control[0] {
+			controlTo = append(controlTo, id)
+			break
+		}
+	}
 	c.Node(down).Stop()
 	req = nil
 	req.Assign("staying", 0, []int32{home, down})
@@ -161,7 +176,19 @@ func TestPartitionReassignment(t *testing.T) {
 	if l := listed(); !inProgress(l) {
 		t.Fatalf("listed: %+v", l)
 	}
-	time.Sleep(500 * time.Millisecond) // the stopped broker cannot catch up
+	req = nil
+	req.Assign("control", 0, controlTo)
+	if resp, err := adm.AlterPartitionAssignments(ctx, req); err != nil || resp.Error() != nil {
+		t.Fatalf("reassign control-0 between live brokers: %v %v", err, resp.Error())
+	}
+	pollFor(ctx, t, "control-0's reassignment to complete", func() (bool, string) {
+		list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"control": {0: {}}})
+		if err != nil {
+			return false, err.Error()
+		}
+		r, isr, _ := replicasOf(ctx, t, adm, "control", 0)
+		return len(list.Sorted()) == 0 && slices.Equal(r, controlTo) && len(isr) == 2, fmt.Sprintf("listed %+v, replicas %v, isr %v", list.Sorted(), r, isr)
+	})
 	if l := listed(); !inProgress(l) {
 		t.Fatalf("listed while the target is down: %+v", l)
 	}
@@ -274,10 +301,18 @@ func TestThrottledReassignment(t *testing.T) {
 		s := logSize()
 		return s > 0, fmt.Sprint(s)
 	})
-	time.Sleep(time.Second)
-	held := logSize()
-	if held >= n*1024 {
-		t.Fatalf("the new replica copied %d bytes under a 1 byte/s throttle", held)
+	// Then it fetches on and gets nothing more: three more fetch
+	// responses, each a chance for the next 64 KiB, leave its log as the
+	// first fetch left it.
+	first := logSize()
+	fetchers := c.Node(added).Server().Broker().Replicas().Fetchers()
+	r0 := fetchers.Stats().Responses
+	pollFor(ctx, t, "three more fetch responses on the new replica's broker", func() (bool, string) {
+		r := fetchers.Stats().Responses
+		return r >= r0+3, fmt.Sprintf("%d responses, %d at the first fetch", r, r0)
+	})
+	if held := logSize(); held != first || held >= n*1024 {
+		t.Fatalf("the new replica copied %d bytes under a 1 byte/s throttle (%d after its first fetch)", held, first)
 	}
 	list, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"throttled": {0: {}}})
 	if err != nil || len(list.Sorted()) != 1 {

@@ -201,7 +201,8 @@ func FuzzReadLastMirroredEpochs(f *testing.F) { fuzzMirror(f, KeyReadLastMirrore
 
 // TestWriteFuzzCorpus regenerates the committed seed corpus under
 // testdata/fuzz when KMIRROR_WRITE_FUZZ_CORPUS=1; otherwise it checks that
-// the corpus exists, so a deleted corpus is noticed.
+// every committed seed is what the generator writes, so a deleted or stale
+// corpus is noticed.
 func TestWriteFuzzCorpus(t *testing.T) {
 	corpus := map[string][][]byte{}
 	// A handful of ParseRequest seeds: common client APIs at old and new
@@ -224,19 +225,28 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	write := os.Getenv("KMIRROR_WRITE_FUZZ_CORPUS") == "1"
 	for target, inputs := range corpus {
 		dir := filepath.Join("testdata", "fuzz", target)
-		if !write {
-			if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
-				t.Errorf("missing seed corpus %s (regenerate with KMIRROR_WRITE_FUZZ_CORPUS=1)", dir)
+		if write {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
 		}
 		for i, in := range inputs {
+			name := filepath.Join(dir, fmt.Sprintf("seed-%02d", i))
 			body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(in)) + ")\n"
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
+			if write {
+				if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			// The committed seed must be what the generator writes: a
+			// corpus left behind by a change (a message's key or
+			// schema) seeds the fuzzer with inputs it no longer means.
+			got, err := os.ReadFile(name)
+			if err != nil {
+				t.Errorf("seed corpus %s: %v (regenerate with KMIRROR_WRITE_FUZZ_CORPUS=1)", dir, err)
+			} else if string(got) != body {
+				t.Errorf("seed corpus %s differs from what its generator writes (regenerate with KMIRROR_WRITE_FUZZ_CORPUS=1)", name)
 			}
 		}
 	}

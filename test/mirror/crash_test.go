@@ -1,11 +1,11 @@
 package mirror_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,8 +61,9 @@ func TestKillDestinationWhileMirroring(t *testing.T) {
 
 // TestKillDestinationDuringStopping kills B while a failover is between
 // two of its steps (held there by the mirror's crash-test hook): restarted,
-// B completes the failover, and every partition holds A's data followed by
-// exactly one MIRROR_PID_RESET barrier, above every mirrored epoch.
+// B completes the failover, and every partition holds A's data, byte for
+// byte, followed by exactly one MIRROR_PID_RESET barrier, above every
+// mirrored epoch.
 func TestKillDestinationDuringStopping(t *testing.T) {
 	for _, point := range []string{"stopping-fetchers-removed", "stopping-lme-persisted", "stopping-barrier-appended"} {
 		t.Run(point, func(t *testing.T) {
@@ -108,22 +109,78 @@ func TestKillDestinationDuringStopping(t *testing.T) {
 	}
 }
 
-// checkFailedOver fails unless log is src followed by exactly one
-// MIRROR_PID_RESET barrier in an epoch above every one of src's.
-func checkFailedOver(t testing.TB, name string, src, log []byte) {
-	t.Helper()
-	if !bytes.HasPrefix(log, src) {
-		t.Fatalf("%s: the failed-over log does not start with the source's %d bytes (it has %d)", name, len(src), len(log))
-	}
-	rest := headers(t, log[len(src):])
-	all := headers(t, log)
-	if n := barriers(all); n != 1 || len(rest) < 1 || rest[0].controlType != 7 {
-		t.Fatalf("%s: %d barriers, batches after the source's data: %+v", name, n, rest)
-	}
-	for _, h := range headers(t, src) {
-		if h.epoch >= rest[0].epoch {
-			t.Fatalf("%s: the barrier's epoch %d is not above the mirrored epoch %d", name, rest[0].epoch, h.epoch)
-		}
+// TestKillDestinationDuringStoppingWithOpenTransaction kills B while a
+// failover is held in STOPPING and A has a transaction open on every
+// partition, whose records B has copied: before the cut at the last stable
+// offset (held after the fetchers were removed) and after it (held once the
+// Last Mirrored Epoch was persisted). Restarted, B completes the failover,
+// and every partition holds A's batches below the open transaction's first
+// offset, byte for byte, followed by exactly one MIRROR_PID_RESET barrier:
+// the open transaction and the records after it are cut, nothing before
+// it.
+func TestKillDestinationDuringStoppingWithOpenTransaction(t *testing.T) {
+	for _, point := range []string{"stopping-fetchers-removed", "stopping-lme-persisted"} {
+		t.Run(point, func(t *testing.T) {
+			hold := filepath.Join(t.TempDir(), "hold")
+			t.Setenv("KMIRROR_TEST_MIRROR_PAUSE", point+":"+hold)
+			a := inProcess(t, 1)
+			as := seedsOf(a)
+			b := startProcs(t, 1, nil)
+			bs := b.seeds()
+			const parts = 2
+			createTopicOn(t, as, "otx", parts)
+			produceSome(t, as, "otx", "before", 100)
+			tx := newClient(t, as, kgo.DefaultProduceTopic("otx"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+				kgo.TransactionalID("open"), kgo.TransactionTimeout(5*time.Minute))
+			if err := tx.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			for p := range int32(parts) {
+				if err := tx.ProduceSync(testCtx(t), &kgo.Record{Partition: p, Value: []byte("uncommitted")}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			produceSome(t, as, "otx", "after", 100) // committed, but above the last stable offset
+			adm := newMirrorAdmin(t, bs)
+			mirrorFrom(t, adm, "m", as, "otx")
+			waitStates(t, adm, "m", "otx", parts, mirroradmin.StateMirroring)
+			waitSameLogs(t, as, bs, "otx", parts) // the open transaction copied
+			cuts := lastStableOffsets(t, as, "otx", parts)
+			kept := map[int32][]byte{}
+			for p := range int32(parts) {
+				_, src, err := rawLog(t, as, "otx", p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kept[p] = batchesBelow(t, fmt.Sprintf("otx-%d", p), src, cuts[p])
+				if len(kept[p]) == 0 || len(kept[p]) == len(src) {
+					t.Fatalf("otx-%d: the cut at %d keeps %d of %d bytes; the test needs data on both sides", p, cuts[p], len(kept[p]), len(src))
+				}
+			}
+
+			if err := os.WriteFile(hold, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			failover(t, adm, "m", "otx")
+			for p := range int32(parts) {
+				line := waitOutputLine(t, b.node(1).process(), "mirror test pause point reached", "point="+point, fmt.Sprintf("partition=%d ", p))
+				t.Logf("holding: %s", line)
+			}
+			b.node(1).kill()
+			if err := os.Remove(hold); err != nil {
+				t.Fatal(err)
+			}
+			b.node(1).start()
+			waitStates(t, adm, "m", "otx", parts, mirroradmin.StateStopped)
+			for p := range int32(parts) {
+				_, got, err := rawLog(t, bs, "otx", p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkFailedOver(t, fmt.Sprintf("otx-%d", p), kept[p], got)
+			}
+			produceSome(t, bs, "otx", "b", 20) // writable
+		})
 	}
 }
 

@@ -120,7 +120,21 @@ func TestReassignMirroredPartition(t *testing.T) {
 	// moved-0 is now served by the broker whose log was rebuilt.
 	waitSameLogs(t, as, bs, "moved", parts)
 
+	source := map[int32][]byte{}
+	for p := range int32(parts) {
+		var err error
+		if _, source[p], err = rawLog(t, as, "moved", p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	failover(t, madm, "east", "moved")
 	waitStates(t, madm, "east", "moved", parts, mirroradmin.StateStopped)
+	for p := range int32(parts) {
+		_, got, err := rawLog(t, bs, "moved", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkFailedOver(t, fmt.Sprintf("moved-%d", p), source[p], got)
+	}
 	produceSome(t, bs, "moved", "b", 50)
 }

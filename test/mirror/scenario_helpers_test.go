@@ -624,6 +624,76 @@ func barriers(hs []batchHeader) int {
 	return n
 }
 
+// checkFailedOver fails unless log, a failed-over partition's, is exactly
+// kept (the source's batches below its last stable offset, byte for byte:
+// mirrored batches keep every byte, offsets and leader epochs included)
+// followed by one MIRROR_PID_RESET batch (control type 7) in an epoch
+// above every one of kept's.
+func checkFailedOver(t testing.TB, name string, kept, log []byte) {
+	t.Helper()
+	if !bytes.HasPrefix(log, kept) {
+		kh, lh := headers(t, kept), headers(t, log)
+		i := 0
+		for i < len(kh) && i < len(lh) && kh[i] == lh[i] {
+			i++
+		}
+		var k, l any = "nothing", "nothing"
+		if i < len(kh) {
+			k = kh[i]
+		}
+		if i < len(lh) {
+			l = lh[i]
+		}
+		t.Fatalf("%s: the failed-over log is not the source's %d bytes below the cut: batch %d is %+v, the source's %+v", name, len(kept), i, l, k)
+	}
+	rest := headers(t, log[len(kept):])
+	if len(rest) != 1 || rest[0].controlType != 7 {
+		t.Fatalf("%s: after the source's %d bytes the log holds %+v, want exactly one MIRROR_PID_RESET batch", name, len(kept), rest)
+	}
+	for _, h := range headers(t, kept) {
+		if h.epoch >= rest[0].epoch {
+			t.Fatalf("%s: the barrier's epoch %d is not above the kept batch at %d in epoch %d", name, rest[0].epoch, h.base, h.epoch)
+		}
+	}
+}
+
+// batchesBelow returns the bytes of log's batches that end below cut,
+// failing if a batch straddles it (a failover cuts at a batch boundary).
+func batchesBelow(t testing.TB, name string, log []byte, cut int64) []byte {
+	t.Helper()
+	n := 0
+	for _, h := range headers(t, log) {
+		if h.base >= cut {
+			break
+		}
+		if h.last >= cut {
+			t.Fatalf("%s: the batch at %d..%d straddles the cut at %d", name, h.base, h.last, cut)
+		}
+		n += int(binary.BigEndian.Uint32(log[n+8:])) + 12
+	}
+	return log[:n]
+}
+
+// lastStableOffsets returns the last stable offset of each partition of
+// topic: the first offset of its oldest open transaction, or its high
+// watermark.
+func lastStableOffsets(t testing.TB, seeds []string, topic string, parts int32) []int64 {
+	t.Helper()
+	lsos, err := kadm.NewClient(newClient(t, seeds)).ListCommittedOffsets(testCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, parts)
+	for p := range parts {
+		o, ok := lsos.Lookup(topic, p)
+		if !ok || o.Err != nil {
+			t.Fatalf("last stable offset of %s-%d: %v %v", topic, p, ok, o.Err)
+		}
+		out[p] = o.Offset
+	}
+	return out
+}
+
 // producer writes keyed records to topic with an idempotent franz-go
 // producer on its own goroutine until stopped.
 type producer struct {

@@ -81,15 +81,22 @@ func TestSyncGroupOffsets(t *testing.T) {
 	if at != 60 || epochA < 0 {
 		t.Fatalf("the source's commit: %d epoch %d", at, epochA)
 	}
-	// An excluded group is never synced.
-	if err := aAdm.CommitAllOffsets(ctx, "ignored-1", kadm.OffsetsFromRecords(*recs[9])); err != nil {
-		t.Fatal(err)
+	// An excluded group is never synced; a group committed with it that
+	// the filter lets through is.
+	for _, g := range []string{"ignored-1", "kept-1"} {
+		if err := aAdm.CommitAllOffsets(ctx, g, kadm.OffsetsFromRecords(*recs[9])); err != nil {
+			t.Fatal(err)
+		}
 	}
 	syncPoll(t, "the group's offset on the destination", func() (bool, string) {
 		at, ep := syncCommitted(t, bAdm, "app", "orders", 0)
 		return at == 60 && ep == epochA, fmt.Sprintf("offset %d epoch %d", at, ep)
 	})
 	t.Logf("the commit reached the destination %v after it was made on the source (refresh interval %v)", time.Since(committedAt).Round(time.Millisecond), syncRefresh)
+	syncRounds(t, madm, "east", "group-offsets") // rounds that began after both commits
+	if at, _ := syncCommitted(t, bAdm, "kept-1", "orders", 0); at != 10 {
+		t.Fatalf("a group the filter lets through, committed with the excluded one, is at %d on the destination, want 10", at)
+	}
 	if at, _ := syncCommitted(t, bAdm, "ignored-1", "orders", 0); at != -1 {
 		t.Errorf("an excluded group was synced: offset %d", at)
 	}

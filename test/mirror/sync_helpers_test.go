@@ -212,15 +212,19 @@ func syncManualProducer() []kgo.Opt {
 }
 
 // syncCommitted returns a group's committed offset (and leader epoch) of
-// a partition, -1 when none.
+// a partition, -1 when the group has none there. An error fails the test:
+// a check that the sync left a group alone must not pass on a failed read.
 func syncCommitted(t testing.TB, adm *kadm.Client, group, topic string, partition int32) (int64, int32) {
 	t.Helper()
-	os, err := adm.FetchOffsets(syncCtx(t), group)
-	if err != nil {
-		return -1, -1
+	offs, err := adm.FetchOffsets(syncCtx(t), group)
+	if err == nil {
+		err = offs.Error()
 	}
-	o, ok := os.Lookup(topic, partition)
-	if !ok || o.Err != nil {
+	if err != nil {
+		t.Fatalf("committed offsets of group %s: %v", group, err)
+	}
+	o, ok := offs.Lookup(topic, partition)
+	if !ok {
 		return -1, -1
 	}
 	return o.At, o.LeaderEpoch

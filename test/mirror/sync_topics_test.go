@@ -13,16 +13,20 @@ import (
 )
 
 // topicConfig returns a topic's config as this cluster reports it, and
-// whether it is set on the topic (not a default).
+// whether it is set on the topic (not a default). An error fails the test:
+// a check that the sync left a config alone must not pass on a failed read.
 func topicConfig(t *testing.T, adm *kadm.Client, topic, name string) (string, bool) {
 	t.Helper()
 	rcs, err := adm.DescribeTopicConfigs(syncCtx(t), topic)
 	if err != nil {
-		return "", false
+		t.Fatalf("describe the configs of %s: %v", topic, err)
 	}
 	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
 	if err != nil {
-		return "", false
+		t.Fatalf("describe the configs of %s: %v", topic, err)
 	}
 	for _, c := range rc.Configs {
 		if c.Key == name {
