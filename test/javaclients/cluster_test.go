@@ -44,6 +44,9 @@ var clusterProps = map[string]string{
 	"broker.heartbeat.interval.ms":             "250",
 	"replica.lag.time.max.ms":                  "5000",
 	"group.initial.rebalance.delay.ms":         "0",
+	// A killed transactional producer's transaction is aborted within a
+	// second of its timeout, not ten.
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 	// The tests decide which node dies; a leader rebalance would only
 	// move the partitions under the Admin checks.
 	"auto.leader.rebalance.enable": "false",

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,14 +63,33 @@ func TestStreamsExactlyOnce(t *testing.T) {
 	for _, topic := range []string{in, out, app + "-words-repartition", app + "-counts-changelog"} {
 		c.waitFullISR(topic, parts)
 	}
-	in1.produce(1500)
-	progress("counts after the restart", 500)
 
 	// A second instance takes over from a killed one: it restores the
 	// counts from the changelog, and the killed one's open transactions
-	// are aborted when they time out.
+	// are aborted when they time out. The kill comes while Streams counts
+	// what Go keeps writing, once a transaction of it is open.
+	adm := c.admin()
+	ctx := context.Background()
+	var open []string
+	prog.waitUntil("a transaction of Streams open", func() (bool, string) {
+		in1.produce(100)
+		open = open[:0]
+		lt, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for id := range lt {
+			if strings.HasPrefix(id, app+"-") {
+				open = append(open, id)
+			}
+		}
+		return len(open) > 0, "none"
+	})
 	prog.kill()
-	t.Logf("WordCount killed")
+	// What the kill left open (a commit may have slipped in between).
+	left := c.transactionStates(open...)
+	maps.DeleteFunc(left, func(_, state string) bool { return state != "Ongoing" })
+	t.Logf("WordCount killed with transactions %v open", slices.Sorted(maps.Keys(left)))
 	prog = startJava(t, "io.kmirror.test.WordCount", c.bootstrap(), app, in, out, stateDir)
 	in1.produce(1500)
 
@@ -122,6 +143,16 @@ func TestStreamsExactlyOnce(t *testing.T) {
 		e.errorf("%d words counted, the input has %d", len(seq), len(want))
 	}
 	checkInternalTopics(t, c, app)
+	// The transactions the kill left open were aborted at their timeout.
+	waitFor(t, "the killed instance's transactions aborted", func() (bool, string) {
+		states := c.transactionStates(slices.Collect(maps.Keys(left))...)
+		for _, state := range states {
+			if state != "CompleteAbort" {
+				return false, fmt.Sprint(states)
+			}
+		}
+		return true, ""
+	})
 	t.Logf("%d lines, %d words counted in %d updates; %d output records of aborted transactions skipped; %d stream thread errors",
 		in1.lines, len(want), counted.total(), log.aborted, prog.count("ERROR"))
 }
@@ -278,4 +309,28 @@ func checkInternalTopics(t *testing.T, c *procCluster, app string) {
 			t.Errorf("%s-%d starts at %d: Streams purges what it processed", o.Topic, o.Partition, o.Offset)
 		}
 	})
+}
+
+// transactionStates returns the state of each transaction of ids.
+func (c *procCluster) transactionStates(ids ...string) map[string]string {
+	c.t.Helper()
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out
+	}
+	adm := c.admin()
+	waitFor(c.t, fmt.Sprintf("the states of transactions %v", ids), func() (bool, string) {
+		dt, err := adm.DescribeTransactions(context.Background(), ids...)
+		if err != nil {
+			return false, err.Error()
+		}
+		for id, d := range dt {
+			if d.Err != nil {
+				return false, fmt.Sprintf("%s: %v", id, d.Err)
+			}
+			out[id] = d.State
+		}
+		return true, ""
+	})
+	return out
 }
