@@ -88,6 +88,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * </pre>
  */
 public final class ClientsCheck {
+    /** RATE is the producer's records a second. */
+    private static final int RATE = 2000;
+
     private final String bootstrap;
     private final String input;
     private final String output;
@@ -200,12 +203,22 @@ public final class ClientsCheck {
         return p;
     }
 
-    /** produce sends numbered keys, at most 200 unacknowledged at a time. */
+    /**
+     * produce sends numbered keys, at most 200 unacknowledged at a time and
+     * at most RATE a second: enough to keep every client busy, not so many
+     * that the test spends its time reading lines.
+     */
     private void produce() throws Exception {
         Semaphore inFlight = new Semaphore(200);
         int sent = 0;
+        long start = System.nanoTime();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps())) {
             while (!stopProducer) {
+                long due = start + sent * (1_000_000_000L / RATE);
+                long early = due - System.nanoTime();
+                if (early > 0) {
+                    TimeUnit.NANOSECONDS.sleep(early);
+                }
                 if (!inFlight.tryAcquire(100, TimeUnit.MILLISECONDS)) {
                     continue;
                 }
