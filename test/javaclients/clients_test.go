@@ -17,6 +17,9 @@ import (
 // read_committed reader and Admin client of ClientsCheck against three
 // kmirror nodes, kills the transformer's transaction coordinator with
 // SIGKILL while all of them work, and restarts it. Then:
+//   - a new consumer of the reader's group.instance.id takes over the
+//     old one's member and assignment without a rebalance (Kafka's
+//     static membership: same generation, new member id);
 //   - every record the idempotent producer had acknowledged is in the
 //     input exactly once, at the partition and offset acknowledged, and no
 //     record is in it twice;
@@ -55,6 +58,15 @@ func TestJavaClients(t *testing.T) {
 	c.waitFullISR(in, parts)
 	c.waitFullISR(out, parts)
 	progress("the clients at work after the restart", 1000, 5, 500)
+
+	// The reader hands over to a new consumer of the same
+	// group.instance.id, as a restarted static member does.
+	prog.send("restart-reader")
+	prog.waitUntil("the second consumer of the reader assigned", func() (bool, string) {
+		return len(assignments(prog, 2)) > 0, "no ASSIGNED 2 line"
+	})
+	progress("the second consumer of the reader at work", 500, 2, 500)
+	checkStaticRejoin(t, prog, out, parts)
 	prog.send("stop-producer")
 	prog.waitCount("PRODUCED", 1)
 
@@ -213,6 +225,44 @@ func checkOutput(t *testing.T, prog *javaProc, log txnLog, inKeys map[string]boo
 	}
 	if len(read) != len(committed) {
 		e.errorf("the reader read %d distinct records, the output has %d committed", len(read), len(committed))
+	}
+}
+
+// assignments returns the fields of the ASSIGNED lines of the reader's
+// consumer n: consumer, partitions, generation, member id.
+func assignments(prog *javaProc, n int) [][]string {
+	var out [][]string
+	for _, f := range prog.fields("ASSIGNED") {
+		if f[1] == strconv.Itoa(n) {
+			out = append(out, f[1:])
+		}
+	}
+	return out
+}
+
+// checkStaticRejoin checks that the reader's second consumer rejoined the
+// Stable group as Kafka has a known group.instance.id rejoin: under a new
+// member id, with the first consumer's partitions, in the same generation
+// (no rebalance: KIP-345, and KIP-814 for a leader).
+func checkStaticRejoin(t *testing.T, prog *javaProc, out string, parts int32) {
+	t.Helper()
+	first, second := assignments(prog, 1), assignments(prog, 2)
+	if len(first) == 0 || len(second) != 1 {
+		t.Fatalf("the reader's consumers were assigned %q and %q", first, second)
+	}
+	before, after := first[len(first)-1], second[0]
+	all := make([]string, 0, parts)
+	for p := range parts {
+		all = append(all, fmt.Sprintf("%s-%d", out, p))
+	}
+	if want := strings.Join(all, ","); before[1] != want || after[1] != want {
+		t.Errorf("the reader's consumers were assigned %s and %s, want %s", before[1], after[1], want)
+	}
+	if before[2] != after[2] {
+		t.Errorf("the static member's rejoin moved the group from generation %s to %s: a rebalance", before[2], after[2])
+	}
+	if before[3] == after[3] {
+		t.Errorf("the static member rejoined under its old member id %s", after[3])
 	}
 }
 

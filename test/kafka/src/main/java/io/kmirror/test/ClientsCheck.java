@@ -63,7 +63,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * </ul>
  *
  * <p>Usage: {@code ClientsCheck <bootstrap> <input topic> <output topic>}.
- * Commands on stdin, one a line: {@code stop-producer}; {@code admin <group>
+ * Commands on stdin, one a line: {@code stop-producer}; {@code
+ * restart-reader} (a new consumer of the same group.instance.id takes
+ * over); {@code admin <group>
  * <offset>} (describe the cluster, the topics, their offsets and the
  * reader's group, then set the offsets of the empty group to offset,
  * offset+1, ... for the input partitions); {@code stop} or end of input.
@@ -76,7 +78,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * COMMITTED_TXN count / ABORTED_TXN count / TXN_ERROR error
  * CONSUMED key partition offset value the reader's records
  * POSITION topic partition offset     the reader's position, when it moves
- * ASSIGNED / REVOKED topic-partition,...  the reader's rebalances
+ * ASSIGNED consumer topic-partition,... generation member-id
+ * REVOKED consumer topic-partition,...  the reader's rebalances (its
+ *                                     consumers count from 1)
  * CLUSTER id controller id@host:port,...
  * TOPIC name id partitions
  * PARTITION topic partition leader replicas isr   (ids joined by commas)
@@ -96,6 +100,7 @@ public final class ClientsCheck {
     private final String output;
     private final String readerGroup;
     private volatile boolean stopProducer;
+    private volatile int readerRestarts;
     private volatile boolean stop;
 
     private ClientsCheck(String bootstrap, String input, String output) {
@@ -134,6 +139,8 @@ public final class ClientsCheck {
             String[] cmd = line.trim().split("\\s+");
             if (cmd[0].equals("stop-producer")) {
                 stopProducer = true;
+            } else if (cmd[0].equals("restart-reader")) {
+                readerRestarts++;
             } else if (cmd[0].equals("admin") && cmd.length == 3) {
                 admin(cmd[1], Long.parseLong(cmd[2]));
             } else if (cmd[0].equals("stop")) {
@@ -336,47 +343,66 @@ public final class ClientsCheck {
         }
     }
 
-    /** read prints every committed record of the output topic. */
+    /**
+     * read prints every committed record of the output topic. On
+     * restart-reader it commits, closes its consumer (a static member
+     * does not leave its group) and reads on with a new one of the same
+     * group.instance.id.
+     */
     private void read() {
         Properties p = consumerProps(readerGroup);
         p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, "reader-1");
         p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
-        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
-            consumer.subscribe(List.of(output), new ConsumerRebalanceListener() {
-                @Override
-                public void onPartitionsAssigned(Collection<TopicPartition> parts) {
-                    print("ASSIGNED %s", join(parts));
-                }
+        for (int instance = 1; !stop; instance++) {
+            int restarts = readerRestarts;
+            try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+                final int me = instance;
+                consumer.subscribe(List.of(output), new ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                        print("ASSIGNED %d %s %d %s", me, join(parts),
+                            consumer.groupMetadata().generationId(), consumer.groupMetadata().memberId());
+                    }
 
-                @Override
-                public void onPartitionsRevoked(Collection<TopicPartition> parts) {
-                    print("REVOKED %s", join(parts));
-                }
-            });
-            Map<TopicPartition, Long> positions = new HashMap<>();
-            while (!stop) {
-                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(100));
-                for (ConsumerRecord<String, String> r : records) {
-                    print("CONSUMED %s %d %d %s", r.key(), r.partition(), r.offset(), r.value());
-                }
-                if (!records.isEmpty()) {
-                    try {
-                        consumer.commitSync();
-                    } catch (KafkaException e) {
-                        print("COMMIT_ERROR %s", oneLine(e));
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                        print("REVOKED %d %s", me, join(parts));
+                    }
+                });
+                Map<TopicPartition, Long> positions = new HashMap<>();
+                while (!stop && readerRestarts == restarts) {
+                    ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(100));
+                    for (ConsumerRecord<String, String> r : records) {
+                        print("CONSUMED %s %d %d %s", r.key(), r.partition(), r.offset(), r.value());
+                    }
+                    if (!records.isEmpty()) {
+                        try {
+                            consumer.commitSync();
+                        } catch (KafkaException e) {
+                            print("COMMIT_ERROR %s", oneLine(e));
+                        }
+                    }
+                    // The position passes transaction markers and aborted
+                    // records too: the test waits for it to reach the end.
+                    for (TopicPartition tp : consumer.assignment()) {
+                        try {
+                            long pos = consumer.position(tp, Duration.ofSeconds(1));
+                            Long before = positions.put(tp, pos);
+                            if (before == null || before != pos) {
+                                print("POSITION %s %d %d", tp.topic(), tp.partition(), pos);
+                            }
+                        } catch (TimeoutException e) {
+                            // Not known yet: the next round asks again.
+                        }
                     }
                 }
-                // The position passes transaction markers and aborted
-                // records too: the test waits for it to reach the end.
-                for (TopicPartition tp : consumer.assignment()) {
+                // The next consumer starts where this one stopped.
+                while (true) {
                     try {
-                        long pos = consumer.position(tp, Duration.ofSeconds(1));
-                        Long before = positions.put(tp, pos);
-                        if (before == null || before != pos) {
-                            print("POSITION %s %d %d", tp.topic(), tp.partition(), pos);
-                        }
-                    } catch (TimeoutException e) {
-                        // Not known yet: the next round asks again.
+                        consumer.commitSync();
+                        break;
+                    } catch (KafkaException e) {
+                        print("COMMIT_ERROR %s", oneLine(e));
                     }
                 }
             }
