@@ -54,7 +54,9 @@ func TestStreamsExactlyOnce(t *testing.T) {
 	}
 	progress("the first counts", 500)
 
+	// The kill comes right after more lines, while Streams counts them.
 	victim := c.node(c.waitPartition(in, 0, "a leader", func(s partState) bool { return s.Leader > 0 }).Leader)
+	in1.produce(300)
 	victim.kill()
 	c.waitPartition(in, 0, "a new leader", func(s partState) bool { return s.Leader > 0 && s.Leader != victim.id })
 	in1.produce(1500)
