@@ -70,13 +70,14 @@ func TestJavaClients(t *testing.T) {
 	prog.send("stop-producer")
 	prog.waitCount("PRODUCED", 1)
 
-	inKeys := checkInput(t, prog, c.readTxnLog(in, parts))
+	inLog := c.readTxnLog(in, parts)
+	inKeys := checkInput(t, prog, inLog)
 
 	// The transformer copies the whole input: its group's offsets reach
 	// the input's end, and no transaction stays open.
 	adm := c.admin()
 	ctx := context.Background()
-	inEnds := c.readTxnLog(in, parts).ends
+	inEnds := inLog.ends
 	prog.waitUntil("the transformer's offsets at the input's end", func() (bool, string) {
 		offs, err := adm.FetchOffsets(ctx, txnID)
 		if err != nil {

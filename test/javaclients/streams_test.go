@@ -41,9 +41,9 @@ func TestStreamsExactlyOnce(t *testing.T) {
 		return contains(prog.snapshot(), "STATE RUNNING"), prog.tail(1)
 	})
 
-	in1 := newInput(t, c, in)
+	feed := newInput(t, c, in)
 	counted := c.watchCounts(out)
-	in1.produce(1500)
+	feed.produce(1500)
 	progress := func(what string, n int64) {
 		t.Helper()
 		from := counted.total()
@@ -56,10 +56,10 @@ func TestStreamsExactlyOnce(t *testing.T) {
 
 	// The kill comes right after more lines, while Streams counts them.
 	victim := c.node(c.waitPartition(in, 0, "a leader", func(s partState) bool { return s.Leader > 0 }).Leader)
-	in1.produce(300)
+	feed.produce(300)
 	victim.kill()
 	c.waitPartition(in, 0, "a new leader", func(s partState) bool { return s.Leader > 0 && s.Leader != victim.id })
-	in1.produce(1500)
+	feed.produce(1500)
 	progress("counts with two nodes", 500)
 	victim.start()
 	for _, topic := range []string{in, out, app + "-words-repartition", app + "-counts-changelog"} {
@@ -74,7 +74,7 @@ func TestStreamsExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	var open []string
 	prog.waitUntil("a transaction of Streams open", func() (bool, string) {
-		in1.produce(100)
+		feed.produce(100)
 		open = open[:0]
 		lt, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
 		if err != nil {
@@ -93,9 +93,9 @@ func TestStreamsExactlyOnce(t *testing.T) {
 	maps.DeleteFunc(left, func(_, state string) bool { return state != "Ongoing" })
 	t.Logf("WordCount killed with transactions %v open", slices.Sorted(maps.Keys(left)))
 	prog = startJava(t, "io.kmirror.test.WordCount", c.bootstrap(), app, in, out, stateDir)
-	in1.produce(1500)
+	feed.produce(1500)
 
-	want := in1.counts
+	want := feed.counts
 	prog.waitUntil("the output's counts to reach the input's", func() (bool, string) {
 		got := counted.latest()
 		for w, n := range got {
@@ -156,7 +156,7 @@ func TestStreamsExactlyOnce(t *testing.T) {
 		return true, ""
 	})
 	t.Logf("%d lines, %d words counted in %d updates; %d output records of aborted transactions skipped; %d stream thread errors",
-		in1.lines, len(want), counted.total(), log.aborted, prog.count("ERROR"))
+		feed.lines, len(want), counted.total(), log.aborted, prog.count("ERROR"))
 }
 
 func contains(lines []string, line string) bool {
