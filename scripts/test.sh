@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The one test command (README: `make test`). It installs what the tests need
-# where it is missing — Debian's kcat, python3-kafka, Java 17 and Maven, npm's
-# kafkajs, the Apache Kafka 4.4.0 jars (test/kafka/pom.xml) — and runs every
-# test under the race detector (about 6 minutes on 2 cores). Long soak and
-# fault runs stay behind KMIRROR_LONG=1.
+# where it is missing — Debian's kcat, python3-kafka, a Java 17 JDK and
+# Maven, npm's kafkajs, the Apache Kafka 4.4.0 jars (test/kafka/pom.xml) —
+# and runs every test under the race detector (about 6 minutes on 2 cores).
+# Long soak and fault runs stay behind KMIRROR_LONG=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +13,9 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 # release jars on Java 17; Maven copies them into this cache once.
 export KMIRROR_KAFKA_LIBS="${KMIRROR_KAFKA_LIBS:-$HOME/.cache/kmirror/kafka-4.4.0/libs}"
 kafka_jar="$KMIRROR_KAFKA_LIBS/kafka_2.13-4.4.0.jar"
-command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+# test/javaclients compiles its Java programs: javac comes with the JDK,
+# which holds the JRE.
+command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 [ -f "$kafka_jar" ] || command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # The race detector links C code: it needs cgo and a C compiler.
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
