@@ -20,11 +20,13 @@ import (
 //   - a topic: a LITERAL name of a topic mirroring in this mirror, or a
 //     PREFIXED pattern that matches at least one of them;
 //   - a group: a LITERAL group id or a PREFIXED pattern whose name passes
-//     groups / groups.exclude.
+//     groups / groups.exclude;
+//   - a transactional id: any LITERAL id or PREFIXED pattern (of a principal
+//     the filter passes), so that a transactional producer works after a
+//     failover without new grants.
 //
 // The wildcard resource "*" is never in scope (it would reach every
-// resource of this cluster), nor are cluster, transactional id and other
-// ACLs. ACLs in scope that this cluster lacks are created under their
+// resource of this cluster), nor are cluster and other ACLs. ACLs in scope that this cluster lacks are created under their
 // synced id (mirrorconfig.SyncedACLID); ACLs under this mirror's synced id
 // that are in scope and no longer on the source are deleted. An ACL an
 // operator created here is never deleted, and an ACL outside the scope
@@ -55,6 +57,8 @@ func aclInScope(cfg *mirrorconfig.Config, topics []string, b auth.Binding) bool 
 		}
 	case kmsg.ACLResourceTypeGroup:
 		return cfg.SyncsGroup(b.ResourceName)
+	case kmsg.ACLResourceTypeTransactionalId:
+		return true
 	}
 	return false
 }

@@ -79,15 +79,19 @@ func TestACLSyncScopeAndPlan(t *testing.T) {
 	read := kmsg.ACLOperationRead
 	topics := []string{"orders", "payments"}
 	scope := map[auth.Binding]bool{
-		binding(topic, "orders", lit, "User:alice", read):                                                true,
-		binding(topic, "ord", pre, "User:alice", read):                                                   true,
-		binding(topic, "logs", lit, "User:alice", read):                                                  false, // not mirrored (or paused, removed)
-		binding(topic, "lo", pre, "User:alice", read):                                                    false,
-		binding(topic, "*", lit, "User:alice", read):                                                     false, // the wildcard
-		binding(topic, "orders", lit, "User:admin", read):                                                false, // principal excluded
-		binding(group, "app-1", lit, "User:alice", read):                                                 true,
-		binding(group, "other", lit, "User:alice", read):                                                 false,
-		binding(kmsg.ACLResourceTypeCluster, "kafka-cluster", lit, "User:alice", kmsg.ACLOperationAlter): false,
+		binding(topic, "orders", lit, "User:alice", read):                                                 true,
+		binding(topic, "ord", pre, "User:alice", read):                                                    true,
+		binding(topic, "logs", lit, "User:alice", read):                                                   false, // not mirrored (or paused, removed)
+		binding(topic, "lo", pre, "User:alice", read):                                                     false,
+		binding(topic, "*", lit, "User:alice", read):                                                      false, // the wildcard
+		binding(topic, "orders", lit, "User:admin", read):                                                 false, // principal excluded
+		binding(group, "app-1", lit, "User:alice", read):                                                  true,
+		binding(group, "other", lit, "User:alice", read):                                                  false,
+		binding(kmsg.ACLResourceTypeCluster, "kafka-cluster", lit, "User:alice", kmsg.ACLOperationAlter):  false,
+		binding(kmsg.ACLResourceTypeTransactionalId, "pay-tx", lit, "User:alice", kmsg.ACLOperationWrite): true,
+		binding(kmsg.ACLResourceTypeTransactionalId, "pay-", pre, "User:alice", kmsg.ACLOperationWrite):   true,
+		binding(kmsg.ACLResourceTypeTransactionalId, "*", lit, "User:alice", kmsg.ACLOperationWrite):      false,
+		binding(kmsg.ACLResourceTypeTransactionalId, "pay-tx", lit, "User:admin", kmsg.ACLOperationWrite): false,
 	}
 	for b, want := range scope {
 		if got := aclInScope(cfg, topics, b); got != want {

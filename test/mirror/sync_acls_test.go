@@ -122,6 +122,8 @@ func TestSyncACLs(t *testing.T) {
 		allow("User:bob").Topics("other").Operations(kadm.OpWrite),
 		allow("User:carol").Topics("*").Operations(kadm.OpRead),
 		allow("User:dave").Topics("orders").Operations(kadm.OpRead),
+		allow("User:alice").TransactionalIDs("pay-tx").Operations(kadm.OpWrite),
+		allow("User:carol").TransactionalIDs("*").Operations(kadm.OpWrite),
 	}
 	for _, c := range create {
 		if res, err := aAdm.CreateACLs(ctx, c); err != nil || res[0].Err != nil {
@@ -132,6 +134,7 @@ func TestSyncACLs(t *testing.T) {
 		"User:alice DESCRIBE_CONFIGS ALLOW TOPIC:PREFIXED:ord",
 		"User:alice READ ALLOW GROUP:PREFIXED:app-",
 		"User:alice READ ALLOW TOPIC:LITERAL:orders",
+		"User:alice WRITE ALLOW TRANSACTIONAL_ID:LITERAL:pay-tx",
 		"User:dave READ ALLOW TOPIC:LITERAL:orders",
 	}
 	syncPoll(t, "the source's ACLs on the destination", func() (bool, string) {
@@ -172,7 +175,7 @@ func TestSyncACLs(t *testing.T) {
 		return !slices.Contains(got, "User:alice READ ALLOW TOPIC:LITERAL:orders"), strings.Join(got, "; ")
 	})
 	syncRounds(t, madm, "east", "acls")
-	if got := syncACLs(t, bCl); !slices.Contains(got, "User:dave READ ALLOW TOPIC:LITERAL:orders") || len(got) != 3 {
+	if got := syncACLs(t, bCl); !slices.Contains(got, "User:dave READ ALLOW TOPIC:LITERAL:orders") || len(got) != 4 {
 		t.Fatalf("destination ACLs after the deletions: %v", got)
 	}
 	if hasOp(syncTopicOps(t, b, "alice", "orders"), kmsg.ACLOperationRead) {
