@@ -94,7 +94,14 @@ var defaultJVM = []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel
 
 // Cluster is an Apache Kafka KRaft cluster of child JVMs.
 type Cluster struct {
-	t         testing.TB
+	// t is the test that the methods fail and log to: the one that
+	// started the cluster, or the one given to For.
+	t testing.TB
+	*cluster
+}
+
+// cluster is a Cluster's state, shared by the views For returns.
+type cluster struct {
 	clusterID string
 	libs      string
 	java      string
@@ -140,7 +147,7 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if o.nodes < 1 {
 		t.Fatalf("kafkacluster: %d nodes", o.nodes)
 	}
-	c := &Cluster{t: t, clusterID: storage.NewDirectoryID(), libs: Libs(t), java: javaBin(t), opts: o, exited: make(chan struct{})}
+	c := &Cluster{t: t, cluster: &cluster{clusterID: storage.NewDirectoryID(), libs: Libs(t), java: javaBin(t), opts: o, exited: make(chan struct{})}}
 	// The directory first: cleanups run last-in first-out, and the JVMs
 	// must be dead before their directories are removed.
 	c.dir = t.TempDir()
@@ -193,6 +200,13 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	c.waitReady()
 	return c
 }
+
+// For returns a view of the same cluster whose methods fail and log to t
+// instead of the test that started it: a subtest of a test that shares one
+// cluster between its subtests calls Kill, Start, ... on c.For(t), so that
+// a failure ends the subtest, not its parent. The cluster still lives as
+// long as the test that started it.
+func (c *Cluster) For(t testing.TB) *Cluster { return &Cluster{t: t, cluster: c.cluster} }
 
 // ClusterID returns the cluster's id.
 func (c *Cluster) ClusterID() string { return c.clusterID }
