@@ -2,7 +2,6 @@ package kafkamirror_test
 
 import "testing"
 
-func testRefusals(t *testing.T, s *source)     { t.Skip("todo") }
 func testFailover(t *testing.T, s *source)     { t.Skip("todo") }
 func testRunbook(t *testing.T, s *source)      { t.Skip("todo") }
 func testSourceFaults(t *testing.T, s *source) { t.Skip("todo") }
