@@ -173,3 +173,15 @@ func firstDiff(a, b []byte) int {
 
 // seeds returns the client options that reach the destination.
 func (d *dest) seeds() []kgo.Opt { return []kgo.Opt{kgo.SeedBrokers(d.c.BootstrapAddrs()...)} }
+
+// kadmFor returns an admin client on a new client with opts, closed when
+// the test ends.
+func kadmFor(t testing.TB, opts []kgo.Opt) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}

@@ -2,6 +2,5 @@ package kafkamirror_test
 
 import "testing"
 
-func testFailover(t *testing.T, s *source)     { t.Skip("todo") }
 func testRunbook(t *testing.T, s *source)      { t.Skip("todo") }
 func testSourceFaults(t *testing.T, s *source) { t.Skip("todo") }
