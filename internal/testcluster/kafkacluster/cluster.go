@@ -286,21 +286,34 @@ func (c *Cluster) proc(id int32) *jvm {
 	return n.proc
 }
 
-// Stop shuts node id down cleanly (SIGTERM: controlled shutdown) and waits
-// for its JVM to exit.
-func (c *Cluster) Stop(id int32) {
+// Stop shuts nodes down cleanly (SIGTERM: controlled shutdown) and waits
+// for their JVMs to exit. Nodes stopped in one call get SIGTERM together:
+// a broker's controlled shutdown needs the controller quorum, which the
+// last nodes of a cluster stopped one by one no longer have (Kafka then
+// waits for it for good).
+func (c *Cluster) Stop(ids ...int32) {
 	c.t.Helper()
-	p := c.proc(id)
-	p.signal(syscall.SIGTERM)
-	p.signal(syscall.SIGCONT) // a paused JVM handles SIGTERM once continued
-	select {
-	case <-p.done:
-	case <-time.After(StartTimeout):
-		p.signal(syscall.SIGKILL)
-		<-p.done
-		c.t.Fatalf("kafkacluster: node %d did not stop within %v of SIGTERM\n%s", id, StartTimeout, c.logTail(c.node(id)))
+	var procs []*jvm
+	for _, id := range ids {
+		procs = append(procs, c.proc(id))
 	}
-	c.forget(id)
+	for _, p := range procs {
+		p.signal(syscall.SIGTERM)
+		p.signal(syscall.SIGCONT) // a paused JVM handles SIGTERM once continued
+	}
+	deadline := time.After(StartTimeout)
+	for i, p := range procs {
+		select {
+		case <-p.done:
+		case <-deadline:
+			for _, p := range procs {
+				p.signal(syscall.SIGKILL)
+				<-p.done
+			}
+			c.t.Fatalf("kafkacluster: node %d did not stop within %v of SIGTERM\n%s", ids[i], StartTimeout, c.logTail(c.node(ids[i])))
+		}
+		c.forget(ids[i])
+	}
 }
 
 // Kill kills node id with SIGKILL (no shutdown at all) and waits for its
@@ -333,19 +346,23 @@ func (c *Cluster) Resume(id int32) {
 	c.proc(id).signal(syscall.SIGCONT)
 }
 
-// Start starts a stopped or killed node again with its configuration and
-// data, and returns once every running node serves (as Start).
-func (c *Cluster) Start(id int32) {
+// Start starts stopped or killed nodes again with their configuration and
+// data, and returns once every running node serves (as Start). Nodes that
+// can only serve together — a quorum of voters after the whole cluster
+// stopped — are started in one call.
+func (c *Cluster) Start(ids ...int32) {
 	c.t.Helper()
-	n := c.node(id)
-	c.mu.Lock()
-	running := n.proc != nil
-	c.mu.Unlock()
-	if running {
-		c.t.Fatalf("kafkacluster: node %d is running", id)
-	}
-	if err := c.launch(n); err != nil {
-		c.t.Fatalf("kafkacluster: %v", err)
+	for _, id := range ids {
+		n := c.node(id)
+		c.mu.Lock()
+		running := n.proc != nil
+		c.mu.Unlock()
+		if running {
+			c.t.Fatalf("kafkacluster: node %d is running", id)
+		}
+		if err := c.launch(n); err != nil {
+			c.t.Fatalf("kafkacluster: %v", err)
+		}
 	}
 	c.waitReady()
 }
