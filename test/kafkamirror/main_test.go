@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/testcluster"
-	"github.com/kmirror/kmirror/internal/testcluster/kafkacluster"
 )
 
 func TestMain(m *testing.M) { os.Exit(testcluster.Main(m)) }
@@ -53,5 +52,3 @@ func TestFromKafka(t *testing.T) {
 // waitTimeout bounds each wait of these tests: generous, since a JVM
 // election or a cleaner pass on two busy cores can take seconds.
 const waitTimeout = 90 * time.Second
-
-var _ = kafkacluster.Version

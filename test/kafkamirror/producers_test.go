@@ -1,7 +1,6 @@
 package kafkamirror_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -273,5 +272,3 @@ func sameTopicConfigs(t testing.TB, s *source, d *dest, topics ...string) {
 		})
 	}
 }
-
-var _ = context.Background

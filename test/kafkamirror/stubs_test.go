@@ -1,5 +1,0 @@
-package kafkamirror_test
-
-import "testing"
-
-func testRunbook(t *testing.T, s *source) { t.Skip("todo") }
