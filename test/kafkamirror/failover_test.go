@@ -30,8 +30,20 @@ func startPerf(t testing.TB, bootstrap, config, topic string) *kafkacluster.Tool
 }
 
 // endOffsets returns a topic's end offsets (high watermarks, or last
-// stable offsets with committed) by partition.
+// stable offsets with committed) by partition, failing the test on an
+// error.
 func endOffsets(t testing.TB, opts []kgo.Opt, topic string, committed bool) map[int32]int64 {
+	t.Helper()
+	out, err := tryEndOffsets(t, opts, topic, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryEndOffsets is endOffsets for polls: right after an election Kafka
+// answers OFFSET_NOT_AVAILABLE for a moment.
+func tryEndOffsets(t testing.TB, opts []kgo.Opt, topic string, committed bool) (map[int32]int64, error) {
 	t.Helper()
 	adm := kadmFor(t, opts)
 	list := adm.ListEndOffsets
@@ -40,18 +52,18 @@ func endOffsets(t testing.TB, opts []kgo.Opt, topic string, committed bool) map[
 	}
 	os, err := list(ctxFor(t), topic)
 	if err != nil {
-		t.Fatalf("offsets of %s: %v", topic, err)
+		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
 	}
 	out := map[int32]int64{}
 	for _, ps := range os {
 		for p, o := range ps {
 			if o.Err != nil {
-				t.Fatalf("offset of %s-%d: %v", topic, p, o.Err)
+				return nil, fmt.Errorf("offset of %s-%d: %w", topic, p, o.Err)
 			}
 			out[p] = o.Offset
 		}
 	}
-	return out
+	return out, nil
 }
 
 // testFailover (issue 13 item 5): a Java producer (ProducerPerformance,
@@ -75,7 +87,10 @@ func testFailover(t *testing.T, s *source) {
 	config := s.producerConfig(t)
 	perf := startPerf(t, s.kc.Bootstrap(), config, topic)
 	poll(t, "the Java producer writing to every partition", func() (bool, string) {
-		ends := endOffsets(t, s.kc.ClientOpts(), topic, false)
+		ends, err := tryEndOffsets(t, s.kc.ClientOpts(), topic, false)
+		if err != nil {
+			return false, err.Error()
+		}
 		for p := range int32(3) {
 			if ends[p] < 50 {
 				return false, fmt.Sprint(ends)

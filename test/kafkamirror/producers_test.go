@@ -176,6 +176,7 @@ func testProducers(t *testing.T, s *source) {
 	t.Logf("metadata and configs in %v", time.Since(began))
 	began = time.Now()
 	compareDumps(t, s, d, topics)
+	dumpPreallocated(t, s)
 	t.Logf("dumps in %v", time.Since(began))
 }
 
