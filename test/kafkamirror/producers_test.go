@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -97,7 +96,6 @@ func testProducers(t *testing.T, s *source) {
 	// time, the three modes one after the other on each topic, so that
 	// every topic holds plain, idempotent and transactional batches.
 	config := s.producerConfig(t)
-	began := time.Now()
 	var wg sync.WaitGroup
 	for _, c := range codecs {
 		wg.Go(func() {
@@ -113,8 +111,6 @@ func testProducers(t *testing.T, s *source) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	t.Logf("producers done in %v", time.Since(began))
-	began = time.Now()
 
 	srcLogs := map[string][][]byte{}
 	for _, topic := range topics {
@@ -169,15 +165,10 @@ func testProducers(t *testing.T, s *source) {
 		t.Errorf("go-txn holds %d abort and %d commit markers, want both", markers[0], markers[1])
 	}
 
-	t.Logf("logs identical in %v", time.Since(began))
-	began = time.Now()
 	sameTopicMetadata(t, s, d, topics...)
 	sameTopicConfigs(t, s, d, topics...)
-	t.Logf("metadata and configs in %v", time.Since(began))
-	began = time.Now()
 	compareDumps(t, s, d, topics)
 	dumpPreallocated(t, s)
-	t.Logf("dumps in %v", time.Since(began))
 }
 
 // goTransactions writes n franz-go transactions of 30 records over the

@@ -45,7 +45,7 @@ var refusals = []refusal{
 		change: func(*source, *dest) []kadm.AlterConfig {
 			return []kadm.AlterConfig{set("sasl.jaas.config", jaasFor(nobodyUser, nobodyPassword))}
 		},
-		message: []string{"TOPIC_AUTHORIZATION_FAILED"},
+		message: []string{"the source refused the mirror's principal access to a topic", "TOPIC_AUTHORIZATION_FAILED: Not authorized to access topics"},
 	},
 	{
 		name: "UntrustedCA",
