@@ -471,6 +471,13 @@ func (s *source) refreshLeaders() error {
 			if s.missing[tp.Topic] >= 2 {
 				v.msg = fmt.Sprintf("topic %q no longer exists on the source cluster %s", tp.Topic, md.clusterID)
 			}
+		case sourceSecurityCause(kerr.ErrorForCode(t.err)) != "":
+			// TOPIC_AUTHORIZATION_FAILED: the mirror's principal may not
+			// see the topic (its properties changed to another login, or
+			// its ACLs went). No fetcher would ever get the partition:
+			// fail it, as a refused fetch does, rather than wait.
+			v.msg = explainSourceError(fmt.Errorf("metadata of topic %q from the source cluster %s: %w", tp.Topic, md.clusterID, kerr.ErrorForCode(t.err)))
+			v.skip = true
 		case t.err != 0:
 			v.skip = true // LEADER_NOT_AVAILABLE and kin: try again later
 		case t.id != e.d.topicID:

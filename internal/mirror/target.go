@@ -26,9 +26,10 @@ type fetchTarget struct {
 	// above leaderEpoch (the driver raises the leader epoch: see
 	// epoch_floor.go). It must not block.
 	onEpochAbove func(epoch int32)
-	// startAt is the log start offset to restore once the high watermark
-	// reaches it, after restartInsideBatch (-1 or 0: none). Owned by the
-	// fetcher's goroutine (Append and SetHighWatermark).
+	// startAt is the log start offset to move up to once the high
+	// watermark reaches it: the source's, after restartInsideBatch or when
+	// the source's moved up (-1 or 0: none). Owned by the fetcher's
+	// goroutine (Append, SetHighWatermark, MaybeIncrementLogStartOffset).
 	startAt int64
 	// stopped is set when the driver stops fetching the partition (pause,
 	// failover): a fetcher that still holds the target — re-added by a
@@ -95,8 +96,8 @@ func (t *fetchTarget) restartInsideBatch(batches []byte, err error) (storage.App
 	return info, err
 }
 
-// raiseLogStart restores the log start restartInsideBatch moved down, once
-// the high watermark allows.
+// raiseLogStart moves the log start up to startAt once the high watermark
+// allows.
 func (t *fetchTarget) raiseLogStart() {
 	if t.startAt <= 0 {
 		return
@@ -161,9 +162,21 @@ func (t *fetchTarget) SetHighWatermark(hw int64) {
 }
 
 // MaybeIncrementLogStartOffset implements replication.Target: the source's
-// log start is recorded for DescribeMirrors; the destination keeps its own
-// retention.
-func (t *fetchTarget) MaybeIncrementLogStartOffset(offset int64) { t.stats.sourceLogStart(offset) }
+// log start is recorded for DescribeMirrors, and the destination's log
+// start follows it up (DeleteRecords or retention on the source), as a
+// follower's follows its leader's, once the high watermark has reached it
+// (raiseLogStart). DeleteRecords is refused on a mirrored topic, so this is
+// how records deleted on the source leave the copy, and the log start
+// stays the source's, even inside a batch. A source log start that moves
+// down (an unclean election on the source) moves nothing: deleted records
+// do not come back.
+func (t *fetchTarget) MaybeIncrementLogStartOffset(offset int64) {
+	t.stats.sourceLogStart(offset)
+	if offset > t.LogStartOffset() && offset > t.startAt {
+		t.startAt = offset
+		t.raiseLogStart()
+	}
+}
 
 // liveStats are a partition's mirroring figures for DescribeMirrors and
 // the metrics, kept by its leader in memory.

@@ -109,7 +109,7 @@ var rules = func() []Rule {
 		unrelated(kmsg.ApiVersions, "connection"),
 		unrelated(kmsg.CreateTopics, "the topic exists: TOPIC_ALREADY_EXISTS, as for any topic"),
 		refused(kmsg.DeleteTopics, kerr.PolicyViolation, "also while failing over; a failed-over (STOPPED) topic can be deleted"),
-		refused(kmsg.DeleteRecords, kerr.PolicyViolation, "the log start follows the source's retention only"),
+		refused(kmsg.DeleteRecords, kerr.PolicyViolation, "the log start follows the source's (its DeleteRecords and retention)"),
 		unrelated(kmsg.InitProducerID, "producer ids"),
 		read(kmsg.OffsetForLeaderEpoch),
 		refused(kmsg.AddPartitionsToTxn, kerr.InvalidTopicException, "a mirrored or paused partition cannot join a transaction (the producer must abort); a failing-over one can, and its produces wait for STOPPED"),

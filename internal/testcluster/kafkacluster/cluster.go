@@ -94,7 +94,14 @@ var defaultJVM = []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel
 
 // Cluster is an Apache Kafka KRaft cluster of child JVMs.
 type Cluster struct {
-	t         testing.TB
+	// t is the test that the methods fail and log to: the one that
+	// started the cluster, or the one given to For.
+	t testing.TB
+	*cluster
+}
+
+// cluster is a Cluster's state, shared by the views For returns.
+type cluster struct {
 	clusterID string
 	libs      string
 	java      string
@@ -140,7 +147,7 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if o.nodes < 1 {
 		t.Fatalf("kafkacluster: %d nodes", o.nodes)
 	}
-	c := &Cluster{t: t, clusterID: storage.NewDirectoryID(), libs: Libs(t), java: javaBin(t), opts: o, exited: make(chan struct{})}
+	c := &Cluster{t: t, cluster: &cluster{clusterID: storage.NewDirectoryID(), libs: Libs(t), java: javaBin(t), opts: o, exited: make(chan struct{})}}
 	// The directory first: cleanups run last-in first-out, and the JVMs
 	// must be dead before their directories are removed.
 	c.dir = t.TempDir()
@@ -193,6 +200,13 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	c.waitReady()
 	return c
 }
+
+// For returns a view of the same cluster whose methods fail and log to t
+// instead of the test that started it: a subtest of a test that shares one
+// cluster between its subtests calls Kill, Start, ... on c.For(t), so that
+// a failure ends the subtest, not its parent. The cluster still lives as
+// long as the test that started it.
+func (c *Cluster) For(t testing.TB) *Cluster { return &Cluster{t: t, cluster: c.cluster} }
 
 // ClusterID returns the cluster's id.
 func (c *Cluster) ClusterID() string { return c.clusterID }
@@ -272,21 +286,34 @@ func (c *Cluster) proc(id int32) *jvm {
 	return n.proc
 }
 
-// Stop shuts node id down cleanly (SIGTERM: controlled shutdown) and waits
-// for its JVM to exit.
-func (c *Cluster) Stop(id int32) {
+// Stop shuts nodes down cleanly (SIGTERM: controlled shutdown) and waits
+// for their JVMs to exit. Nodes stopped in one call get SIGTERM together:
+// a broker's controlled shutdown needs the controller quorum, which the
+// last nodes of a cluster stopped one by one no longer have (Kafka then
+// waits for it for good).
+func (c *Cluster) Stop(ids ...int32) {
 	c.t.Helper()
-	p := c.proc(id)
-	p.signal(syscall.SIGTERM)
-	p.signal(syscall.SIGCONT) // a paused JVM handles SIGTERM once continued
-	select {
-	case <-p.done:
-	case <-time.After(StartTimeout):
-		p.signal(syscall.SIGKILL)
-		<-p.done
-		c.t.Fatalf("kafkacluster: node %d did not stop within %v of SIGTERM\n%s", id, StartTimeout, c.logTail(c.node(id)))
+	var procs []*jvm
+	for _, id := range ids {
+		procs = append(procs, c.proc(id))
 	}
-	c.forget(id)
+	for _, p := range procs {
+		p.signal(syscall.SIGTERM)
+		p.signal(syscall.SIGCONT) // a paused JVM handles SIGTERM once continued
+	}
+	deadline := time.After(StartTimeout)
+	for i, p := range procs {
+		select {
+		case <-p.done:
+		case <-deadline:
+			for _, p := range procs {
+				p.signal(syscall.SIGKILL)
+				<-p.done
+			}
+			c.t.Fatalf("kafkacluster: node %d did not stop within %v of SIGTERM\n%s", ids[i], StartTimeout, c.logTail(c.node(ids[i])))
+		}
+		c.forget(ids[i])
+	}
 }
 
 // Kill kills node id with SIGKILL (no shutdown at all) and waits for its
@@ -319,19 +346,23 @@ func (c *Cluster) Resume(id int32) {
 	c.proc(id).signal(syscall.SIGCONT)
 }
 
-// Start starts a stopped or killed node again with its configuration and
-// data, and returns once every running node serves (as Start).
-func (c *Cluster) Start(id int32) {
+// Start starts stopped or killed nodes again with their configuration and
+// data, and returns once every running node serves (as Start). Nodes that
+// can only serve together — a quorum of voters after the whole cluster
+// stopped — are started in one call.
+func (c *Cluster) Start(ids ...int32) {
 	c.t.Helper()
-	n := c.node(id)
-	c.mu.Lock()
-	running := n.proc != nil
-	c.mu.Unlock()
-	if running {
-		c.t.Fatalf("kafkacluster: node %d is running", id)
-	}
-	if err := c.launch(n); err != nil {
-		c.t.Fatalf("kafkacluster: %v", err)
+	for _, id := range ids {
+		n := c.node(id)
+		c.mu.Lock()
+		running := n.proc != nil
+		c.mu.Unlock()
+		if running {
+			c.t.Fatalf("kafkacluster: node %d is running", id)
+		}
+		if err := c.launch(n); err != nil {
+			c.t.Fatalf("kafkacluster: %v", err)
+		}
 	}
 	c.waitReady()
 }

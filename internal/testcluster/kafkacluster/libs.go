@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -100,22 +102,9 @@ func RunToolInput(t testing.TB, stdin, mainClass string, args ...string) ToolRes
 
 func runTool(t testing.TB, stdin, mainClass string, args ...string) ToolResult {
 	t.Helper()
-	libs := Libs(t)
-	dir := t.TempDir()
-	log4j := filepath.Join(dir, "tools-log4j2.properties")
-	if err := os.WriteFile(log4j, []byte(toolsLog4j), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), ToolTimeout)
 	defer cancel()
-	jargs := append([]string{
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + log4j,
-		"-cp", classPath(libs), mainClass,
-	}, args...)
-	cmd := exec.CommandContext(ctx, javaBin(t), jargs...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = childAttr()
+	cmd := toolCommand(ctx, t, mainClass, args)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Stdin = strings.NewReader(stdin)
@@ -128,6 +117,116 @@ func runTool(t testing.TB, stdin, mainClass string, args ...string) ToolResult {
 		t.Fatalf("kafkacluster: run %s: %v", mainClass, err)
 	}
 	return ToolResult{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: cmd.ProcessState.ExitCode()}
+}
+
+// toolCommand returns the command that runs mainClass with args, in a
+// process group of its own.
+func toolCommand(ctx context.Context, t testing.TB, mainClass string, args []string) *exec.Cmd {
+	t.Helper()
+	libs := Libs(t)
+	dir := t.TempDir()
+	log4j := filepath.Join(dir, "tools-log4j2.properties")
+	if err := os.WriteFile(log4j, []byte(toolsLog4j), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jargs := append([]string{
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+		"-Dlog4j2.configurationFile=" + log4j,
+		"-cp", classPath(libs), mainClass,
+	}, args...)
+	cmd := exec.CommandContext(ctx, javaBin(t), jargs...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = childAttr()
+	return cmd
+}
+
+// Tool is a Kafka tool running in the background (StartTool): a producer
+// or consumer that runs while a test does something else.
+type Tool struct {
+	mainClass      string
+	cmd            *exec.Cmd
+	stdout, stderr lockedBuffer
+	done           chan struct{}
+}
+
+// StartTool starts mainClass with args as RunTool does, but returns at
+// once; Stop or Wait end it. The test's cleanup kills it if it still runs.
+func StartTool(t testing.TB, mainClass string, args ...string) *Tool {
+	t.Helper()
+	p := &Tool{mainClass: mainClass, cmd: toolCommand(context.Background(), t, mainClass, args), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("kafkacluster: start %s: %v", mainClass, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	})
+	return p
+}
+
+// Output returns what the tool printed so far.
+func (p *Tool) Output() (stdout, stderr string) { return p.stdout.String(), p.stderr.String() }
+
+// Running reports whether the tool has not exited yet.
+func (p *Tool) Running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Wait waits up to timeout for the tool to exit by itself and returns its
+// result; ok is false (and the tool still runs) when it did not.
+func (p *Tool) Wait(timeout time.Duration) (res ToolResult, ok bool) {
+	select {
+	case <-p.done:
+		return p.result(), true
+	case <-time.After(timeout):
+		return ToolResult{}, false
+	}
+}
+
+// Stop ends the tool with SIGTERM (the JVM runs its shutdown hooks: a
+// producer closes), or SIGKILL when it has not exited ToolTimeout later,
+// and returns its result.
+func (p *Tool) Stop() ToolResult {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(ToolTimeout):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	return p.result()
+}
+
+func (p *Tool) result() ToolResult {
+	return ToolResult{Stdout: p.stdout.String(), Stderr: p.stderr.String(), ExitCode: p.cmd.ProcessState.ExitCode()}
+}
+
+// lockedBuffer is a bytes.Buffer that a child writes while a test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // toolsLog4j is Kafka's tools-log4j2 setting: warnings and errors to
