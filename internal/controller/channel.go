@@ -254,13 +254,44 @@ func (c *Channel) try(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 	if err != nil {
 		return nil, err
 	}
-	resp, err := conn.Request(ctx, req)
+	rctx, cancel := c.untilLeaderMoves(ctx, addr)
+	defer cancel()
+	resp, err := conn.Request(rctx, req)
 	if err != nil {
 		c.drop(conn)
 		c.log.Debug("controller request failed", "addr", addr, "api", wire.APIName(req.Key()), "err", err)
 		return nil, err
 	}
 	return resp, nil
+}
+
+// untilLeaderMoves returns a context that also ends when the quorum names
+// a leader other than the one at addr. A request in flight to an old
+// leader that stopped without closing its connections (a paused process,
+// a partitioned host) would otherwise wait for ctx, holding the sender
+// past the quorum's failover; cut short, send retries at the new leader.
+func (c *Channel) untilLeaderMoves(ctx context.Context, addr string) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancel(ctx)
+	go func() {
+		for {
+			c.mu.Lock()
+			changed := c.changed
+			c.mu.Unlock()
+			if _, now, ok := c.q.Leader(); ok && now != addr {
+				cancel()
+				return
+			}
+			select {
+			case <-rctx.Done():
+				return
+			case <-c.closing:
+				cancel()
+				return
+			case <-changed:
+			}
+		}
+	}()
+	return rctx, cancel
 }
 
 // connTo returns the connection to addr, dialing it (and closing one to

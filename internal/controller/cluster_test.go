@@ -117,6 +117,57 @@ func TestChannelFollowsActiveControllerAcrossNodes(t *testing.T) {
 	}
 }
 
+// TestChannelLeavesHungLeader pauses the active controller's node the way
+// SIGSTOP does: its sockets stay open and take requests that are never
+// answered. A request already in flight to it must not wait out its
+// deadline once the quorum has elected another leader: the Channel cuts it
+// short and the new active controller answers it.
+func TestChannelLeavesHungLeader(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	for id := int32(1); id <= 3; id++ {
+		c.start(id)
+	}
+	leader := c.active()
+	var follower *node
+	for _, nd := range c.nodes {
+		if nd != leader {
+			follower = nd
+			break
+		}
+	}
+	ch := NewChannel(follower.q, nil, "broker", c.log)
+	defer ch.Close()
+	registerBroker(t, ch.Send, follower.q, follower.id)
+	cr := send[*kmsg.CreateTopicsResponse](t, ch.Send, createReq(7, newTopic("before", 1, 1)))
+	wantCode(t, "create before the pause", cr.Topics[0].ErrorCode, cr.Topics[0].ErrorMessage, nil, "")
+
+	leader.hung.Store(true)
+	type result struct {
+		resp kmsg.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := ch.Send(testCtx(t), createReq(7, newTopic("during", 1, 1)))
+		done <- result{resp, err}
+	}()
+	waitFor(t, 10*time.Second, "the request taken by the hung leader", func() bool { return leader.hungRequests.Load() > 0 })
+	c.stop(leader.id) // its quorum member and controller stop; the listener hangs on
+	next := c.active()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("request in flight to the hung leader: %v (new leader %d)", r.err, next.id)
+	}
+	cr = r.resp.(*kmsg.CreateTopicsResponse)
+	wantCode(t, "create during the pause", cr.Topics[0].ErrorCode, cr.Topics[0].ErrorMessage, nil, "")
+	if _, ok := next.q.Image().Topic("during"); !ok {
+		waitFor(t, 10*time.Second, "the topic on the new leader", func() bool {
+			_, ok := next.q.Image().Topic("during")
+			return ok
+		})
+	}
+}
+
 // TestInternalTopicTag checks the node-only path for internal topics: a
 // broker's Channel.CreateInternalTopic creates one through a remote
 // controller, while a client's CreateTopics with the same tag, forwarded

@@ -77,6 +77,11 @@ type node struct {
 	q      *quorum.Quorum
 	// kafkaConns counts Kafka connections accepted.
 	kafkaConns atomic.Int32
+	// hung, when set, makes the node's Kafka listener read requests and
+	// never answer them, like a paused process whose sockets stay open.
+	hung atomic.Bool
+	// hungRequests counts the requests a hung node took.
+	hungRequests atomic.Int32
 }
 
 func (n *node) addr() string { return n.ln.Addr().String() }
@@ -206,6 +211,10 @@ func (c *testCluster) serveKafka(nd *node, conn net.Conn, r io.Reader) {
 		frame, err := wire.ReadFrame(r, 1<<20, nil)
 		if err != nil {
 			return
+		}
+		if nd.hung.Load() {
+			nd.hungRequests.Add(1)
+			continue // read, never answered
 		}
 		ctl := nd.ctl.Load()
 		if ctl == nil {

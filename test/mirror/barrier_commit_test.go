@@ -31,9 +31,11 @@ import (
 // retry found the barrier in the leader's log and declared STOPPED, and
 // the new leader took writes with the source's producer states.
 //
-// Node 3 holds __mirror_state (reassigned there) and keeps the quorum with
-// whichever of nodes 1 and 2 runs; mirrored-0's replicas are nodes 1
-// (leader) and 2.
+// The paused follower is the node of the active controller, the hardest
+// case: the failover request and the brokers' heartbeats wait for the
+// quorum to elect another controller while the paused one's sockets stay
+// open. The third node holds __mirror_state (reassigned there) and keeps
+// the quorum with whichever of the other two runs.
 func TestStoppedMeansBarrierCommitted(t *testing.T) {
 	a := inProcess(t, 1)
 	as := seedsOf(a)
@@ -41,7 +43,7 @@ func TestStoppedMeansBarrierCommitted(t *testing.T) {
 		"default.replication.factor": "2",
 		"min.insync.replicas":        "1",
 		"replica.lag.time.max.ms":    "60000", // the paused follower stays in the ISR
-		"broker.session.timeout.ms":  "12000", // and is not fenced while the barrier waits
+		"broker.session.timeout.ms":  "15000", // and is not fenced while the barrier waits
 		"replica.socket.timeout.ms":  "2000",  // the barrier's commit wait
 	})
 	bs := b.seeds()
@@ -81,14 +83,23 @@ func TestStoppedMeansBarrierCommitted(t *testing.T) {
 			return true, ""
 		})
 	}
-	move("__mirror_state", 5, []int32{3})
-	move("barrier", 1, []int32{1, 2})
-	waitUntil(t, "node 1 to lead barrier-0", func() (bool, string) {
+	// The follower to pause is the active controller's node.
+	followerID := quorumLeader(t, b.node(1).addr())
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != followerID {
+			others = append(others, id)
+		}
+	}
+	leaderID, stateID := others[0], others[1]
+	move("__mirror_state", 5, []int32{stateID})
+	move("barrier", 1, []int32{leaderID, followerID})
+	waitUntil(t, fmt.Sprintf("node %d to lead barrier-0", leaderID), func() (bool, string) {
 		if _, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"barrier": {0: {}}}); err != nil {
 			return false, err.Error()
 		}
 		l := leaderOf(ctx, adm, "barrier", 0)
-		return l == 1, fmt.Sprintf("leader %d", l)
+		return l == leaderID, fmt.Sprintf("leader %d", l)
 	})
 	prod.waitAcked(t, prod.acked.Load()+100)
 	prod.stop()
@@ -100,7 +111,10 @@ func TestStoppedMeansBarrierCommitted(t *testing.T) {
 		t.Fatal("DescribeProducers shows no producer of the source while mirroring")
 	}
 
-	leader, follower := b.node(1), b.node(2)
+	leader, follower := b.node(leaderID), b.node(followerID)
+	if id := quorumLeader(t, leader.addr()); id != followerID {
+		t.Logf("the active controller moved to node %d before the pause", id)
+	}
 	follower.process().Signal(syscall.SIGSTOP)
 	// While a node is paused, the mirror requests go to a chosen running
 	// broker: a client routing by its metadata may pick the paused one
@@ -136,8 +150,8 @@ func TestStoppedMeansBarrierCommitted(t *testing.T) {
 	// follower comes back and leads a log without the barrier.
 	leader.process().Signal(syscall.SIGSTOP)
 	follower.process().Signal(syscall.SIGCONT)
-	live := []string{follower.addr(), b.node(3).addr()}
-	leaderOn(t, live, "barrier", 0, 1)
+	live := []string{follower.addr(), b.node(stateID).addr()}
+	leaderOn(t, live, "barrier", 0, leaderID)
 	waitUntil(t, "barrier-0 STOPPED under its new leader", func() (bool, string) {
 		st, err := stateVia(follower.addr(), "m", "barrier")
 		return err == nil && st == wire.MirrorStateStopped, fmt.Sprint(st, err)
@@ -170,6 +184,38 @@ func requestTo(addr string, req kmsg.Request) (kmsg.Response, error) {
 	}
 	defer conn.Close()
 	return conn.Request(ctx, req)
+}
+
+// quorumLeader asks the broker at addr for the metadata quorum's leader
+// (DescribeQuorum), retrying while none is known.
+func quorumLeader(t testing.TB, addr string) int32 {
+	t.Helper()
+	var leader int32 = -1
+	waitUntil(t, "the metadata quorum's leader", func() (bool, string) {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		tp := kmsg.NewDescribeQuorumRequestTopic()
+		tp.Topic = "__cluster_metadata"
+		tp.Partitions = append(tp.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+		req.Topics = append(req.Topics, tp)
+		resp, err := requestTo(addr, req)
+		if err != nil {
+			return false, err.Error()
+		}
+		r := resp.(*kmsg.DescribeQuorumResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return false, err.Error()
+		}
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return false, fmt.Sprintf("%+v", r)
+		}
+		p := r.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil || p.LeaderID < 0 {
+			return false, fmt.Sprintf("leader %d: %v", p.LeaderID, err)
+		}
+		leader = p.LeaderID
+		return true, ""
+	})
+	return leader
 }
 
 // stateVia asks the broker at addr for the state of partition 0 of a
