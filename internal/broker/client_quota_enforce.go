@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/auth"
 	"github.com/kmirror/kmirror/internal/metadata"
 	"github.com/kmirror/kmirror/internal/wire"
 )
@@ -25,8 +28,18 @@ import (
 // the quota is answered with a throttle time, as Kafka computes it
 // (how far over, relative to the quota, times the window measured), and
 // the connection reads nothing more for that time after the response
-// (KIP-219; the server's connection loop waits). request_percentage and
-// the other keys are stored and described, not enforced.
+// (KIP-219; the server's connection loop waits).
+//
+// request_percentage (KIP-124) bounds the time a client's requests keep
+// the broker busy, in percent of one thread: 50 is half a second of
+// handling per second. Kafka measures the time on its request threads,
+// which a request leaves while it waits (purgatory); kmirror charges a
+// handler's time less its waits (wire.WaitMeter: long polls, replication,
+// rebalances, the controller's and the coordinators' work). Inter-broker
+// requests (CLUSTER_ACTION APIs, followers' fetches) are exempt, as in
+// Kafka. A request-time throttle is at most one quota window
+// (quota.window.size.seconds), as Kafka bounds it. controller_mutation_rate
+// is stored and described, not enforced.
 
 // clientQuotas holds the rate of each (quota, user, client id) this broker
 // measures. Safe for concurrent use.
@@ -111,6 +124,24 @@ func applyingQuota(img *metadata.Image, key, user, client string) (bound float64
 // record counts n bytes of a request under quota key and returns how long
 // the client must be throttled (0 while within its quota).
 func (q *clientQuotas) record(img *metadata.Image, key string, rc *wire.RequestContext, n int64, now time.Time) time.Duration {
+	return q.measure(img, key, rc, n, 1, time.Duration(q.num)*time.Duration(q.sizeSeconds)*time.Second, now)
+}
+
+// nanosPerPercent converts request_percentage to nanoseconds of handling
+// per second: 100 percent is one thread busy all the time.
+const nanosPerPercent = float64(time.Second) / 100
+
+// recordRequestTime charges busy, a request's handling time, to the
+// client's request_percentage quota and returns the throttle time.
+func (q *clientQuotas) recordRequestTime(img *metadata.Image, rc *wire.RequestContext, busy time.Duration, now time.Time) time.Duration {
+	return q.measure(img, "request_percentage", rc, int64(max(busy, 0)), nanosPerPercent, time.Duration(q.sizeSeconds)*time.Second, now)
+}
+
+// measure counts n units of quota key for the request's client and returns
+// how long the client must be throttled (0 while within its quota); a
+// quota's value times scale is its bound in units per second, and a
+// throttle is at most ceiling.
+func (q *clientQuotas) measure(img *metadata.Image, key string, rc *wire.RequestContext, n int64, scale float64, ceiling time.Duration, now time.Time) time.Duration {
 	if rc == nil || !img.HasClientQuotas() {
 		return 0
 	}
@@ -122,6 +153,7 @@ func (q *clientQuotas) record(img *metadata.Image, key string, rc *wire.RequestC
 	if !ok || bound <= 0 {
 		return 0
 	}
+	bound *= scale
 	q.mu.Lock()
 	if now.Sub(q.lastSweep) > quotaSensorExpiry/4 {
 		q.lastSweep = now
@@ -147,5 +179,28 @@ func (q *clientQuotas) record(img *metadata.Image, key string, rc *wire.RequestC
 	// times the window the rate was measured over, at most the whole
 	// window.
 	t := time.Duration((rate - bound) / bound * float64(window))
-	return min(t, time.Duration(q.num)*time.Duration(q.sizeSeconds)*time.Second)
+	return min(t, ceiling)
+}
+
+// ChargeRequest charges a request's handling time to its client's
+// request_percentage quota and returns the throttle time (the server asks
+// it for every request of a client listener). Inter-broker requests are
+// exempt.
+func (b *Broker) ChargeRequest(rc *wire.RequestContext, req kmsg.Request, busy time.Duration) time.Duration {
+	if requestQuotaExempt(req) {
+		return 0
+	}
+	return b.quotas.recordRequestTime(b.image(), rc, busy, b.rm.now())
+}
+
+// requestQuotaExempt reports whether req is inter-broker traffic, which
+// Kafka leaves out of request quotas: an API that needs CLUSTER_ACTION,
+// or a follower's fetch.
+func requestQuotaExempt(req kmsg.Request) bool {
+	if f, ok := req.(*kmsg.FetchRequest); ok {
+		return fetchFromFollower(f)
+	}
+	r, _ := auth.RequiredFor(req.Key())
+	op, ok := r.ClusterCheck()
+	return ok && op == kmsg.ACLOperationClusterAction
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // notifier announces that something waiters care about changed: for a
@@ -95,6 +97,7 @@ const (
 // or closing ends the wait. cond runs on the caller's goroutine, first before any wait, so
 // a condition that already holds returns at once.
 func waitUntil(ctx context.Context, closing <-chan struct{}, deadline time.Time, ns []*notifier, cond func() bool) waitOutcome {
+	defer wire.Waiting(ctx)() // not charged to the request quota
 	w := newWaker()
 	for _, n := range ns {
 		n.subscribe(w)

@@ -30,15 +30,13 @@ type partRead struct {
 // hear about at once (an error, a diverging epoch), and answers with a
 // streamed response whose records are file ranges.
 func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, kreq kmsg.Request) (wire.Response, error) {
+	start := time.Now()
 	req, ok := kreq.(*kmsg.FetchRequest)
 	if !ok {
 		return nil, requestTypeError("Fetch", kreq)
 	}
 	v := req.Version
-	replicaID, replicaEpoch := req.ReplicaID, int64(-1)
-	if v >= 15 {
-		replicaID, replicaEpoch = req.ReplicaState.ID, req.ReplicaState.Epoch
-	}
+	replicaID, replicaEpoch := fetchReplica(req)
 	follower := replicaID >= 0
 	usesIDs := v >= 13
 
@@ -120,7 +118,29 @@ func (b *Broker) handleFetch(ctx context.Context, rc *wire.RequestContext, kreq 
 		releaseReads(reads)
 		return nil, fmt.Errorf("fetch: %w", ctx.Err())
 	}
-	return b.buildFetchResponse(rc, req, fc, reads, isolation, follower), nil
+	resp := b.buildFetchResponse(rc, req, fc, reads, isolation, follower)
+	if !follower {
+		// The server charges kmsg responses to the request quota; a
+		// streamed one carries its throttle time encoded already.
+		d := b.quotas.recordRequestTime(img, rc, wire.BusySince(ctx, start), b.rm.now())
+		resp.throttleMs = max(resp.throttleMs, int32(d/time.Millisecond))
+	}
+	return streamFetchResponse(resp), nil
+}
+
+// fetchReplica returns the replica id and broker epoch a fetch names: a
+// follower's own (v15+ in ReplicaState), -1 for a consumer.
+func fetchReplica(req *kmsg.FetchRequest) (id int32, epoch int64) {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	return req.ReplicaID, -1
+}
+
+// fetchFromFollower reports whether req is a follower's fetch.
+func fetchFromFollower(req *kmsg.FetchRequest) bool {
+	id, _ := fetchReplica(req)
+	return id >= 0
 }
 
 // resolveFetchTopic returns the name and id of a fetched partition's topic.
@@ -231,7 +251,7 @@ func releaseReads(reads []partRead) {
 
 // buildFetchResponse turns the reads into the response, letting the fetch
 // session decide which partitions an incremental response includes.
-func (b *Broker) buildFetchResponse(rc *wire.RequestContext, req *kmsg.FetchRequest, fc *fetchContext, reads []partRead, isolation storage.FetchIsolation, follower bool) *wire.StreamResponse {
+func (b *Broker) buildFetchResponse(rc *wire.RequestContext, req *kmsg.FetchRequest, fc *fetchContext, reads []partRead, isolation storage.FetchIsolation, follower bool) *fetchResponseData {
 	v := req.Version
 	img := b.image()
 	outcomes := make([]partitionOutcome, len(reads))
@@ -275,7 +295,7 @@ func (b *Broker) buildFetchResponse(rc *wire.RequestContext, req *kmsg.FetchRequ
 	resp := &fetchResponseData{version: v, sessionID: sessionID, errorCode: errCode}
 	if errCode != 0 {
 		releaseReads(reads)
-		return streamFetchResponse(resp)
+		return resp
 	}
 	for i := range reads {
 		r := &reads[i]
@@ -326,5 +346,5 @@ func (b *Broker) buildFetchResponse(rc *wire.RequestContext, req *kmsg.FetchRequ
 		}
 		resp.throttleMs = int32(b.quotas.record(img, "consumer_byte_rate", rc, n, b.rm.now()).Milliseconds())
 	}
-	return streamFetchResponse(resp)
+	return resp
 }

@@ -145,6 +145,7 @@ func (b *Broker) awaitLocalMetadata(ctx context.Context) {
 // request gets: NOT_CONTROLLER, which clients retry, or REQUEST_TIMED_OUT
 // once the request's context ended, with a message naming the cause.
 func (b *Broker) sendToController(ctx context.Context, req kmsg.Request) (kmsg.Response, *kerr.Error, string) {
+	defer wire.Waiting(ctx)() // the controller's work, not this broker's
 	resp, err := b.deps.Controller.Send(ctx, req)
 	if err == nil && resp != nil && resp.Key() == req.Key() {
 		resp.SetVersion(req.GetVersion())

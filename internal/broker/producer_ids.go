@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // producerIDManager hands out producer ids from blocks the controller
@@ -72,11 +74,15 @@ func (m *producerIDManager) nextID(ctx context.Context) (int64, error) {
 		m.fetchLocked()
 		done := m.fetched
 		m.mu.Unlock()
+		waited := wire.Waiting(ctx)
 		select {
 		case <-done:
+			waited()
 		case <-ctx.Done():
+			waited()
 			return -1, fmt.Errorf("waiting for a producer id block: %w: %w", ctx.Err(), kerr.CoordinatorLoadInProgress)
 		case <-m.b.closing:
+			waited()
 			return -1, fmt.Errorf("broker is shutting down: %w", kerr.CoordinatorLoadInProgress)
 		}
 	}

@@ -98,3 +98,107 @@ func TestClientByteRateQuotas(t *testing.T) {
 		t.Fatalf("a consumer over the default consumer quota got no throttle (%d, %v)", n, d)
 	}
 }
+
+// TestRequestPercentageQuota sets Kafka's request_percentage quota: a
+// client over it is answered with throttle times on every kind of
+// request (Metadata from the broker, FindCoordinator from the group
+// coordinator, a fetch), one without a quota is not, and a long poll's
+// wait is not charged as work.
+func TestRequestPercentageQuota(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Config("quota.window.num", "2"))
+	adm := c.Admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "rq"); err != nil {
+		t.Fatal(err)
+	}
+	alter := func(client, key string, v float64) {
+		t.Helper()
+		e := []kadm.ClientQuotaEntityComponent{{Type: "client-id", Name: kmsg.StringPtr(client)}}
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: e, Ops: []kadm.AlterClientQuotaOp{{Key: key, Value: v}}}})
+		if err != nil || res[0].Err != nil {
+			t.Fatalf("alter quota %s: %v %+v", key, err, res)
+		}
+	}
+	// 0.0001 % of a thread is 1 µs of handling per second: any request
+	// is over it.
+	alter("greedy", "request_percentage", 0.0001)
+	// Half a thread: a fetch that waits 2 s for data and does almost no
+	// work stays within it, unless its wait were charged.
+	alter("poller", "request_percentage", 50)
+
+	// The quotas reach the broker with the metadata.
+	greedy := c.Client(t, kgo.ClientID("greedy"))
+	defer greedy.Close()
+	throttleOf := func(cl *kgo.Client, req kmsg.Request) int32 {
+		t.Helper()
+		resp, err := cl.Request(ctx, req)
+		if err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+		ms, _ := resp.(kmsg.ThrottleResponse).Throttle()
+		return ms
+	}
+	var got int32
+	for i := 0; got == 0; i++ {
+		if i == 200 {
+			t.Fatal("Metadata over a request_percentage quota never throttled")
+		}
+		got = throttleOf(greedy, kmsg.NewPtrMetadataRequest())
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "g"
+	if ms := throttleOf(greedy, fc); ms <= 0 {
+		t.Errorf("FindCoordinator (the group coordinator's API) over the quota: throttle %d", ms)
+	}
+
+	free := c.Client(t, kgo.ClientID("free"))
+	defer free.Close()
+	for range 20 {
+		if ms := throttleOf(free, kmsg.NewPtrMetadataRequest()); ms != 0 {
+			t.Fatalf("a client without a quota throttled %d ms", ms)
+		}
+	}
+
+	poller := c.Client(t, kgo.ClientID("poller"))
+	defer poller.Close()
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("rq")
+	md.Topics = append(md.Topics, mt)
+	mresp, err := md.RequestWith(ctx, poller)
+	if err != nil || len(mresp.Topics) != 1 {
+		t.Fatalf("metadata of rq: %v", err)
+	}
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 2000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "rq", mresp.Topics[0].TopicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	for range 2 {
+		start := time.Now()
+		resp, err := fetch.RequestWith(ctx, poller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited < time.Second {
+			t.Fatalf("the fetch of an empty partition answered after %v: it did not long-poll", waited)
+		}
+		if resp.ThrottleMillis != 0 {
+			t.Fatalf("a long poll's wait was charged: throttle %d ms against a 50%% quota", resp.ThrottleMillis)
+		}
+	}
+
+	// The same fetch from the greedy client is throttled: the streamed
+	// fetch response carries the request quota's throttle too.
+	fresp, err := fetch.RequestWith(ctx, greedy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresp.ThrottleMillis <= 0 {
+		t.Fatalf("a fetch over the request quota: throttle %d", fresp.ThrottleMillis)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kmirror/kmirror/internal/wire"
 )
 
 // Config configures a Runtime.
@@ -199,6 +201,7 @@ func (rt *Runtime[S]) submit(ctx context.Context, partition int32, t *task[S]) e
 	if !h.enqueue(t) {
 		return ErrNotCoordinator
 	}
+	defer wire.Waiting(ctx)() // the shard's work and its write's replication
 	select {
 	case err := <-t.done:
 		return err

@@ -37,6 +37,7 @@ func (c *Coordinator) APIs() []wire.API {
 // reply is dropped.
 func (c *Coordinator) call(ctx context.Context, partition int32, fail func(error) Reply, build func(id RequestID) coordinator.Op[*shard]) (Reply, error) {
 	id, ch := c.waiters.register()
+	defer wire.Waiting(ctx)() // a rebalance is not the request's own work
 	err := c.rt.Write(ctx, partition, build(id))
 	select {
 	case r := <-ch:

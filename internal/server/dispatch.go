@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime/debug"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -66,9 +67,17 @@ func (e *endpoint) dispatchAs(ctx context.Context, clientAddr net.Addr, principa
 	if op, ok := e.clusterCheck(hdr.APIKey); ok && !rc.AuthorizeCluster(op) {
 		return hdr, wire.ErrorResponse(req, kerr.ClusterAuthorizationFailed), nil
 	}
+	var meter *wire.WaitMeter
+	if e.quota != nil {
+		ctx, meter = wire.WithWaitMeter(ctx)
+	}
+	start := time.Now()
 	resp, err = callHandler(ctx, h, rc, req)
 	if err != nil {
 		return hdr, nil, err
+	}
+	if meter != nil {
+		e.chargeRequest(rc, req, resp, time.Since(start)-meter.Waited())
 	}
 	if resp == nil {
 		return hdr, nil, nil

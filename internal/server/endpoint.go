@@ -36,6 +36,9 @@ type endpoint struct {
 	// the cluster's nodes: every API there needs CLUSTER_ACTION.
 	authz      wire.Authorizer
 	controller bool
+	// quota charges client requests to their request quotas; nil on a
+	// controller listener and before the broker starts.
+	quota requestQuota
 
 	once  sync.Once
 	ready chan struct{}

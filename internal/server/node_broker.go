@@ -84,6 +84,7 @@ func (n *Node) startBroker(ctx context.Context) error {
 		if slices.Contains(n.cfg.ControllerListenerNames, l.name) {
 			continue
 		}
+		l.ep.quota = b // before enable publishes the endpoint
 		if err := l.ep.enable(services...); err != nil {
 			return err
 		}
